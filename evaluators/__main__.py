@@ -1,0 +1,83 @@
+"""Command line: `python -m evaluators score|localize ...`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+
+from evaluators.config import EvalConfig
+from evaluators.tasks import FormatError, load_responses, load_tasks
+
+
+def _config(args: argparse.Namespace) -> EvalConfig:
+    cfg = EvalConfig()
+    browser = dataclasses.replace(cfg.browser, pages_per_worker=args.pages,
+                                  probe_time_limit_ms=args.probe_time_limit_ms)
+    return dataclasses.replace(cfg, browser=browser,
+                               run_rubrics_after_gate_failure=args.all_rubrics)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from evaluators.pool import EvaluatorPool
+    from evaluators.summary import summarize
+
+    try:
+        tasks = load_tasks(args.tasks)
+        rows = load_responses(args.responses, tasks)
+    except (FormatError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    pool = EvaluatorPool(tasks, _config(args), workers=args.workers)
+    t0 = time.perf_counter()
+    records = []
+    with open(args.out, "w", encoding="utf-8") as out:
+        for rec in tqdm(pool.score(rows), total=len(rows), unit="app", disable=args.quiet):
+            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            out.flush()
+            records.append(rec)
+    print(summarize(records, time.perf_counter() - t0))
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    """Scores the bundled example set (a counter app and eight responses)."""
+    from pathlib import Path
+
+    examples = Path(__file__).parent / "examples"
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    args.tasks, args.responses = str(examples / "tasks.jsonl"), str(examples / "responses.jsonl")
+    return cmd_score(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m evaluators")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sc = sub.add_parser("score", help="gated reward, verdicts and diagnostics for each response")
+    sc.add_argument("--tasks", required=True, help="tasks.jsonl (shared/specs/task-format.md)")
+    sc.add_argument("--responses", required=True, help="JSON Lines with task_id and response")
+    sc.add_argument("--out", required=True, help="output JSON Lines, one record per response")
+    sc.add_argument("--workers", type=int, default=1, help="browser processes")
+    sc.add_argument("--pages", type=int, default=EvalConfig().browser.pages_per_worker,
+                    help="probes in flight per browser")
+    sc.add_argument("--probe-time-limit-ms", type=int,
+                    default=EvalConfig().browser.probe_time_limit_ms)
+    sc.add_argument("--all-rubrics", action="store_true",
+                    help="run every probe even when a gate failed (the reward stays gated)")
+    sc.add_argument("--quiet", action="store_true", help="no progress bar")
+    demo = sub.add_parser("demo", help="score the bundled example set and print the table")
+    demo.add_argument("--out", default="runs/demo.jsonl")
+    args = ap.parse_args(argv)
+    if args.cmd == "demo":
+        defaults = EvalConfig().browser
+        args.workers, args.pages, args.quiet, args.all_rubrics = 1, defaults.pages_per_worker, False, False
+        args.probe_time_limit_ms = defaults.probe_time_limit_ms
+    return {"score": cmd_score, "demo": cmd_demo}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,227 @@
+"""A sandboxed headless Chromium that serves one app per browser context.
+
+Generated apps are untrusted code. Each probe gets a fresh context in a
+long-lived browser. Every request goes through one route handler: the app
+itself and CDN files from the offline mirror are fulfilled, everything else
+is aborted and recorded. Chromium also gets a dead proxy and a host resolver
+that resolves nothing, so a request that escapes interception (a WebSocket, a
+worker's fetch) still reaches nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import re
+import time
+from typing import AsyncIterator
+
+from playwright.async_api import Browser, BrowserContext, Page, Route, async_playwright
+
+from evaluators.config import BrowserConfig
+
+APP_ORIGIN = "http://app.rcca.local"
+APP_URL = APP_ORIGIN + "/index.html"
+_NETWORK_ISOLATION = (
+    "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+    "--host-resolver-rules=MAP * ~NOTFOUND",
+)
+_FRAME = re.compile(r"^\s*at (?:(?P<fn>.*?) \()?(?P<url>[^()\s]+?):(?P<line>\d+):(?P<col>\d+)\)?\s*$")
+log = logging.getLogger(__name__)
+
+
+class EvaluatorFault(RuntimeError):
+    """The evaluator's own machinery failed (never the response's fault)."""
+
+
+def parse_stack(stack: str | None) -> list[dict]:
+    """Parses V8 stack lines into frames {function, url, line, column} (1-based)."""
+    frames = []
+    for text in (stack or "").splitlines()[1:]:
+        m = _FRAME.match(text)
+        if m:
+            frames.append({"function": m.group("fn") or "<anonymous>", "url": m.group("url"),
+                           "line": int(m.group("line")), "column": int(m.group("col"))})
+    return frames
+
+
+@dataclasses.dataclass
+class PageWatch:
+    """What a page did while it was being loaded and probed.
+
+    Attributes:
+      errors: uncaught exceptions, each with the step that was running and the
+        last interaction step before it (None during load).
+      console_errors: console.error messages.
+      requests: aborted requests and mirror fallbacks.
+      dialogs: alert/confirm/prompt/beforeunload dialogs answered.
+      popups: URLs of windows the page tried to open (closed at once).
+      crashed: the renderer crashed.
+      step, interaction: the running step and last interaction step.
+    """
+
+    errors: list = dataclasses.field(default_factory=list)
+    console_errors: list = dataclasses.field(default_factory=list)
+    requests: list = dataclasses.field(default_factory=list)
+    dialogs: list = dataclasses.field(default_factory=list)
+    popups: list = dataclasses.field(default_factory=list)
+    crashed: bool = False
+    step: int | None = None
+    interaction: int | None = None
+
+    def on_error(self, error) -> None:
+        self.errors.append({
+            "name": getattr(error, "name", None) or "Error",
+            "message": getattr(error, "message", str(error)),
+            "frames": parse_stack(getattr(error, "stack", None)),
+            "step_index": self.step, "interaction_index": self.interaction,
+        })
+
+
+class BrowserWorker:
+    """One Chromium, many concurrent contexts (bounded), restarted if it dies.
+
+    Args:
+      cfg: page conditions and limits.
+      mirror: a CdnMirror, or None to abort every CDN request.
+      pages: contexts open at once; defaults to cfg.pages_per_worker.
+    """
+
+    def __init__(self, cfg: BrowserConfig, mirror=None, pages: int | None = None):
+        self.cfg = cfg
+        self.mirror = mirror
+        self._sem = asyncio.Semaphore(pages or cfg.pages_per_worker)
+        self._lock = asyncio.Lock()
+        self._pw = None
+        self._browser: Browser | None = None
+        self._device: dict = {}
+        self.restarts = 0
+
+    async def start(self) -> "BrowserWorker":
+        self._pw = await async_playwright().start()
+        device = dict(self._pw.devices[self.cfg.device])
+        device.pop("default_browser_type", None)
+        self._device = device
+        await self._launch()
+        return self
+
+    async def _launch(self) -> None:
+        self._browser = await self._pw.chromium.launch(
+            executable_path=self.cfg.executable_path, headless=True,
+            args=[*self.cfg.args, *_NETWORK_ISOLATION])
+
+    async def _ensure_browser(self) -> Browser:
+        async with self._lock:
+            if self._browser is None or not self._browser.is_connected():
+                log.warning("browser is gone; starting a new one")
+                self.restarts += 1
+                with contextlib.suppress(Exception):
+                    await self._browser.close()
+                await self._launch()
+            return self._browser
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            if self._browser is not None:
+                await asyncio.wait_for(self._browser.close(), 10)
+        with contextlib.suppress(Exception):
+            if self._pw is not None:
+                await self._pw.stop()
+
+    async def _route(self, route: Route, html: str, watch: PageWatch) -> None:
+        request = route.request
+        url = request.url
+        base = url.split("#", 1)[0]
+        if base == APP_URL:
+            await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=html)
+            return
+        if request.is_navigation_request():
+            # Navigating the app's page away (or a frame or window elsewhere)
+            # would leave the app. A 204 answer cancels a navigation and keeps
+            # the current document, where an aborted one would commit an
+            # error page in its place.
+            watch.requests.append({"kind": _navigation_kind(request), "url": url})
+            await route.fulfill(status=204, body="")
+            return
+        if base == APP_ORIGIN + "/favicon.ico":
+            await route.fulfill(status=404, body="")
+            return
+        hit = self.mirror.resolve(url) if self.mirror is not None else None
+        if hit is None:
+            watch.requests.append({"kind": "blocked_request", "url": url,
+                                   "resource_type": request.resource_type})
+            await route.abort("blockedbyclient")
+            return
+        if hit.fallback:
+            watch.requests.append({"kind": "cdn_fallback", "url": url, "package": hit.package,
+                                   "requested": hit.requested, "served": hit.version})
+        await route.fulfill(status=200, body=self.mirror.read(hit),
+                            headers={"content-type": hit.content_type,
+                                     "access-control-allow-origin": "*"})
+
+    @contextlib.asynccontextmanager
+    async def page(self, html: str) -> AsyncIterator[tuple[Page, PageWatch, BrowserContext]]:
+        """A fresh context with one page that will load `html` from APP_URL.
+
+        The caller navigates (so it controls the timing). Raises
+        EvaluatorFault when the browser itself fails.
+        """
+        async with self._sem:
+            browser = await self._ensure_browser()
+            watch = PageWatch()
+            try:
+                context = await browser.new_context(**self._device, service_workers="block",
+                                                    accept_downloads=False)
+            except Exception as e:  # noqa: BLE001 - any failure here is ours
+                raise EvaluatorFault(f"could not open a browser context: {e}") from e
+            try:
+                await context.route("**/*", lambda r: self._route(r, html, watch))
+                page = await context.new_page()
+                page.on("popup", lambda p: self._popup(p, watch))
+                page.on("pageerror", watch.on_error)
+                page.on("crash", lambda _: setattr(watch, "crashed", True))
+                page.on("console", lambda m: watch.console_errors.append(m.text)
+                        if m.type == "error" and len(watch.console_errors) < 50 else None)
+                page.on("dialog", lambda d: self._dialog(d, watch))
+                yield page, watch, context
+            finally:
+                await self._close_context(context)
+
+    def _popup(self, page: Page, watch: PageWatch) -> None:
+        watch.popups.append(page.url)
+        asyncio.ensure_future(_quietly(page.close()))
+
+    def _dialog(self, dialog, watch: PageWatch) -> None:
+        watch.dialogs.append({"type": dialog.type, "message": dialog.message[:500],
+                              "step_index": watch.step})
+        action = dialog.accept() if self.cfg.dialog_action == "accept" else dialog.dismiss()
+        asyncio.ensure_future(_quietly(action))
+
+    async def _close_context(self, context: BrowserContext) -> None:
+        try:
+            await asyncio.wait_for(context.close(), 10)
+        except Exception:  # noqa: BLE001
+            # Other probes share this browser, so it is never killed here: the
+            # context is left to close in the background.
+            log.warning("a browser context did not close within 10 s; closing it in the background")
+            asyncio.ensure_future(_quietly(context.close()))
+
+
+def _navigation_kind(request) -> str:
+    """`popup_blocked` for a new window's first navigation, else `navigation_blocked`."""
+    try:
+        request.frame  # noqa: B018 - Playwright raises for a window still being created
+    except Exception:  # noqa: BLE001
+        return "popup_blocked"
+    return "navigation_blocked"
+
+
+async def _quietly(awaitable) -> None:
+    with contextlib.suppress(Exception):
+        await awaitable
+
+
+def monotonic_ms() -> float:
+    return time.monotonic() * 1000.0

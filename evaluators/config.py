@@ -1,0 +1,125 @@
+"""Every number the evaluator uses, in one place, with documented defaults."""
+
+from __future__ import annotations
+
+import dataclasses
+
+CHROMIUM = "/usr/lib/chromium/chromium"
+CHROMIUM_ARGS = (
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run",
+    # Renderers of untrusted pages get a bounded heap: a memory bomb crashes its
+    # own tab (a runtime failure) instead of the evaluator host.
+    "--js-flags=--max-old-space-size=512",
+    # Timers and rAF keep running in background tabs: the apps are scored
+    # concurrently in many tabs and must behave as if each were in front.
+    "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
+    "--disable-backgrounding-occluded-windows",
+)
+
+# p(importance, severity): the penalty a violated rubric subtracts from 1.
+# A core requirement badly broken costs as much as several cosmetic faults;
+# rendering faults cost little so that they never outweigh working behaviour.
+DEFAULT_PENALTIES = {
+    ("core", "severe"): 0.50, ("core", "moderate"): 0.30, ("core", "minor"): 0.15,
+    ("behavior", "severe"): 0.25, ("behavior", "moderate"): 0.15, ("behavior", "minor"): 0.08,
+    ("rendering", "severe"): 0.10, ("rendering", "moderate"): 0.06, ("rendering", "minor"): 0.03,
+}
+# Ceilings: the most a response may score when a rubric of this importance is
+# violated at this severity, whatever else passes.
+DEFAULT_CEILINGS = {("core", "severe"): 0.4, ("core", "moderate"): 0.7}
+
+
+@dataclasses.dataclass(frozen=True)
+class RewardConfig:
+    """The gated reward.
+
+    Attributes:
+      format_fail: reward when no app is found (gate F).
+      source_fail: reward when the source does not parse (gate S).
+      runtime_fail: reward when the page does not run (gate E).
+      floor: R_rubric = max(floor, 1 - sum of penalties).
+      penalties: p(importance, severity).
+      ceilings: score ceilings per (importance, severity).
+      css_errors_fail_source: whether a CSS syntax error fails gate S. Off by
+        default: browsers drop just the broken rule or declaration and the
+        page works (e.g. the `#3d-canvas` selector a task's own spec asks
+        for); CSS errors are still reported as diagnostics.
+    """
+
+    format_fail: float = 0.0
+    source_fail: float = 0.0
+    runtime_fail: float = 0.1
+    floor: float = 0.2
+    penalties: dict = dataclasses.field(default_factory=lambda: dict(DEFAULT_PENALTIES))
+    ceilings: dict = dataclasses.field(default_factory=lambda: dict(DEFAULT_CEILINGS))
+    css_errors_fail_source: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class BrowserConfig:
+    """How pages are loaded and probed.
+
+    Attributes:
+      executable_path: Debian's Chromium.
+      args: Chromium flags.
+      device: Playwright device descriptor whose viewport, user agent and
+        scale factor every page gets.
+      load_timeout_ms: gate E: the `load` event must fire within this (as
+        Playwright's default navigation timeout: a page that is only slow
+        under load must not fail).
+      settle_ms: gate E: time after `load` during which an uncaught exception
+        still counts as thrown during load (DOMContentLoaded/load handlers,
+        first animation frames).
+      hang_timeout_ms: a page that does not run a trivial script within this
+        is hung (an infinite loop). Gate E asks once after settling; while a
+        probe runs, a watchdog asks every second and ends the probe (and so
+        frees the core the loop burns). Generous, so that a page that is only
+        starved of CPU by its neighbours is never taken for hung.
+      probe_time_limit_ms: the whole probe, page load included, like a
+        Playwright test's timeout; past it the probe fails as timed out.
+      action_timeout_ms: how long actions and readings wait for their element
+        to be actionable; None (the default) bounds them only by the probe's
+        time limit, as Playwright's test runner does (no action timeout). A
+        short one turns a page that is merely slow under CPU load into a
+        failure, which would make verdicts depend on concurrency.
+      dialog_action: "dismiss" (Playwright's default, so probes written for
+        Playwright see the same page) or "accept".
+      pages_per_worker: probes in flight at once in one browser.
+      cdn_root: directory of the npm CDN mirror; None means the default.
+      coverage: collect precise JS coverage of failing probes (for
+        execution-grounded localization).
+    """
+
+    executable_path: str = CHROMIUM
+    args: tuple[str, ...] = CHROMIUM_ARGS
+    device: str = "Desktop Chrome"
+    load_timeout_ms: int = 30_000
+    settle_ms: int = 300
+    hang_timeout_ms: int = 5_000
+    probe_time_limit_ms: int = 30_000
+    action_timeout_ms: int | None = None
+    dialog_action: str = "dismiss"
+    pages_per_worker: int = 8
+    cdn_root: str | None = None
+    coverage: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalConfig:
+    """Everything the evaluator reads.
+
+    Attributes:
+      reward: the gated reward.
+      browser: page conditions and limits.
+      run_rubrics_after_gate_failure: still run every probe when gate S or E
+        failed, so each rubric gets a verdict (for benchmarks that compare
+        verdicts); the reward stays gated either way.
+      retries: how often a response whose scoring hit an evaluator fault
+        (browser died) is scored again before it gets status `error`.
+    """
+
+    reward: RewardConfig = dataclasses.field(default_factory=RewardConfig)
+    browser: BrowserConfig = dataclasses.field(default_factory=BrowserConfig)
+    run_rubrics_after_gate_failure: bool = False
+    retries: int = 1

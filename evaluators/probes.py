@@ -1,0 +1,360 @@
+"""Runs one rubric probe on a freshly loaded page (semantics: task-format.md).
+
+Assertions use Playwright's own web-first `expect`, so their retrying,
+white-space normalisation and strictness are exactly those of the Playwright
+tests the probes were written as.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import re
+from typing import Any
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Locator, Page, expect
+
+from evaluators.browser import APP_URL, PageWatch, monotonic_ms
+from evaluators.steps import (INTERACTION_KEYS, ProbeError, describe_locator, js_regex,
+                              js_string, step_kind)
+
+# Playwright messages that mean the probe's own selector is malformed.
+_SELECTOR_ERRORS = re.compile(
+    r"Unexpected token|is not a valid selector|Unknown engine|Malformed selector|"
+    r"Unsupported token|Invalid selector|Expected .* selector", re.I)
+_RETRY_INTERVALS_MS = (100, 250, 500, 1000)
+# Playwright's assertion message reports what it saw last.
+_ACTUAL = re.compile(r"Actual value: (.*?)(?: \| |$)")
+
+
+class StepFailure(Exception):
+    """A step did not hold (verdict `fail`)."""
+
+    def __init__(self, message: str, severity: str = "moderate", expected: Any = None,
+                 actual: Any = None):
+        super().__init__(message)
+        self.severity, self.expected, self.actual = severity, expected, actual
+
+
+def _short(message: str) -> str:
+    # Playwright appends a multi-line call log; the first lines carry the reason.
+    lines = [ln for ln in str(message).splitlines() if ln.strip()]
+    keep = []
+    for ln in lines:
+        if ln.strip().startswith("Call log:"):
+            break
+        keep.append(ln.strip())
+    return " | ".join(keep)[:600]
+
+
+class ProbeRunner:
+    """Executes the steps of one probe on one page.
+
+    Args:
+      page: a page in a fresh context, not yet navigated.
+      watch: the page's event record; its `step` and `interaction` are kept
+        current so that errors can be attributed to steps.
+      probe: the probe JSON (already checked by steps.check_probe).
+      action_timeout_ms: timeout of actions and readings (None: until the
+        probe's deadline, Playwright's default).
+      deadline_ms: monotonic time at which the whole probe must end.
+    """
+
+    def __init__(self, page: Page, watch: PageWatch, probe: dict, action_timeout_ms: int | None,
+                 deadline_ms: float):
+        self.page = page
+        self.watch = watch
+        self.timeout = float(probe.get("timeout_ms", 5000))
+        self.action_timeout = float(action_timeout_ms or 1e12)
+        self.deadline = deadline_ms
+        self.vars: dict[str, Any] = {}
+        self.steps = probe["steps"]
+
+    def _left(self, want: float) -> float:
+        return max(1.0, min(want, self.deadline - monotonic_ms()))
+
+    async def load(self, timeout_ms: float) -> None:
+        try:
+            await self.page.goto(APP_URL, wait_until="load", timeout=self._left(timeout_ms))
+        except PlaywrightError as e:
+            raise StepFailure(f"the page did not load: {_short(e)}", "severe") from None
+
+    async def run(self) -> None:
+        """Runs every step; raises StepFailure or ProbeError at the first that fails."""
+        for i, step in enumerate(self.steps):
+            self.watch.step = i
+            if step_kind(step) in INTERACTION_KEYS:
+                self.watch.interaction = i
+            await self.run_step(step)
+
+    # --- locators and values -------------------------------------------------
+
+    def locator(self, spec: Any) -> Locator:
+        if isinstance(spec, str):
+            return self.page.locator(spec)
+        if "css" in spec:
+            loc = self.page.locator(spec["css"])
+        elif "role" in spec:
+            kw = {k: spec[k] for k in ("name", "exact") if k in spec}
+            loc = self.page.get_by_role(spec["role"], **kw)
+        elif "text" in spec:
+            loc = self.page.get_by_text(self.value(spec["text"]), exact=spec.get("exact"))
+        else:
+            loc = self.page.get_by_label(self.value(spec["label"]), exact=spec.get("exact"))
+        if "has_text" in spec:
+            loc = loc.filter(has_text=self.value(spec["has_text"]))
+        nth = spec.get("nth")
+        if nth == "first":
+            loc = loc.first
+        elif nth == "last":
+            loc = loc.last
+        elif nth is not None:
+            loc = loc.nth(nth)
+        return loc
+
+    def value(self, spec: Any) -> Any:
+        if isinstance(spec, dict) and "regex" in spec:
+            return js_regex(spec)
+        if isinstance(spec, dict) and "var" in spec:
+            if spec["var"] not in self.vars:
+                raise ProbeError(self.watch.step, f"unknown var {spec['var']!r}")
+            return self.vars[spec["var"]]
+        return spec
+
+    def text_value(self, spec: Any) -> Any:
+        v = self.value(spec)
+        return v if isinstance(v, re.Pattern) else js_string(v)
+
+    # --- steps ---------------------------------------------------------------
+
+    async def run_step(self, step: dict) -> None:
+        kind = step_kind(step)
+        try:
+            if kind == "wait_ms":
+                await asyncio.sleep(min(step["wait_ms"], max(0.0, self.deadline - monotonic_ms())) / 1000)
+            elif kind == "retry":
+                await self._retry(step)
+            else:
+                await getattr(self, "_" + kind)(step)
+        except (StepFailure, ProbeError):
+            raise
+        except (AssertionError, PlaywrightError) as e:
+            if _SELECTOR_ERRORS.search(str(e)):
+                raise ProbeError(self.watch.step, f"bad selector: {_short(e)}") from None
+            raise await self._classify(step, _short(e)) from None
+
+    async def _do(self, step: dict) -> None:
+        loc = self.locator(step["locator"])
+        t = self._left(self.action_timeout)
+        action = step["do"]
+        if action == "fill":
+            await loc.fill(js_string(self.value(step["value"])), timeout=t)
+        elif action == "press":
+            await loc.press(js_string(self.value(step["value"])), timeout=t)
+        elif action == "select_option":
+            await loc.select_option(js_string(self.value(step["value"])), timeout=t)
+        elif action == "drag_to":
+            await loc.drag_to(self.locator(step["target"]), timeout=t)
+        else:
+            await getattr(loc, action)(timeout=t)
+
+    async def _point(self, at: dict) -> tuple[float, float]:
+        if "box" not in at:
+            return float(at["x"]), float(at["y"])
+        box = await self.locator(at["box"]).bounding_box(timeout=self._left(self.action_timeout))
+        if box is None:
+            raise StepFailure(f"{describe_locator(at['box'])} has no bounding box (not visible)")
+        x = box["x"] + box["width"] * float(at.get("fx", 0.5)) + float(at.get("dx", 0))
+        y = box["y"] + box["height"] * float(at.get("fy", 0.5)) + float(at.get("dy", 0))
+        return x, y
+
+    async def _mouse(self, step: dict) -> None:
+        mouse = self.page.mouse
+        action = step["mouse"]
+        if "at" in step:
+            x, y = await self._point(step["at"])
+            if action == "click":
+                await mouse.click(x, y)
+                return
+            await mouse.move(x, y, steps=int(step.get("steps", 1)))
+        if action == "down":
+            await mouse.down()
+        elif action == "up":
+            await mouse.up()
+
+    async def _read(self, loc: Locator, read: str) -> Any:
+        t = self._left(self.action_timeout)
+        if read == "text":
+            return await loc.text_content(timeout=t)
+        if read == "inner_text":
+            return await loc.inner_text(timeout=t)
+        if read == "inner_html":
+            return await loc.inner_html(timeout=t)
+        if read == "value":
+            return await loc.input_value(timeout=t)
+        if read == "checked":
+            return await loc.is_checked(timeout=t)
+        if read == "count":
+            return await loc.count()
+        if read == "box":
+            return await loc.bounding_box(timeout=t)
+        if read == "canvas":
+            return await loc.evaluate("el => el.toDataURL()", timeout=t)
+        if read == "screenshot":
+            return base64.b64encode(await loc.screenshot(timeout=t, animations="allow")).decode()
+        return await loc.get_attribute(read.split(":", 1)[1], timeout=t)
+
+    async def _save(self, step: dict) -> None:
+        if "eval" in step:
+            left = self._left(self.timeout) / 1000
+            try:
+                value = await asyncio.wait_for(self.page.evaluate(step["eval"]), left)
+            except asyncio.TimeoutError:
+                raise StepFailure("the page did not answer an evaluation (hung?)", "severe") from None
+        else:
+            value = await self._read(self.locator(step["from"]), step["read"])
+        self.vars[step["save"]] = value
+
+    async def _expect(self, step: dict) -> None:
+        loc = self.locator(step["locator"])
+        kind = step["expect"]
+        kw = {"timeout": self._left(self.timeout)}
+        if kind in ("visible", "hidden", "enabled", "disabled", "empty"):
+            name, args = f"to_be_{kind}", ()
+        elif kind == "checked":
+            name, args = "to_be_checked", ()
+            kw["checked"] = bool(step.get("value", True))
+        elif kind == "count":
+            name, args = "to_have_count", (int(self.value(step["value"])),)
+        elif kind in ("attribute", "css"):
+            name, args = f"to_have_{kind}", (step["name"], self.text_value(step["value"]))
+        else:
+            method = {"text": "to_have_text", "contains_text": "to_contain_text",
+                      "value": "to_have_value", "class": "to_have_class"}[kind]
+            name, args = method, (self.text_value(step["value"]),)
+        # Playwright's Python API spells negation as not_to_*.
+        await getattr(expect(loc), ("not_" if step.get("not") else "") + name)(*args, **kw)
+
+    async def _assert(self, step: dict) -> None:
+        op = step["assert"]
+        left = self.value(step.get("left"))
+        right = self.value(step.get("right")) if "right" in step else None
+        held = compare(op, left, right, int(step.get("digits", 2)))
+        if step.get("not"):
+            held = not held
+        if not held:
+            neg = "not " if step.get("not") else ""
+            raise StepFailure(f"assert {neg}{op} failed", "moderate",
+                              expected=_preview(right), actual=_preview(left))
+
+    async def _retry(self, step: dict) -> None:
+        end = min(self.deadline, monotonic_ms() + float(step.get("timeout_ms", self.timeout)))
+        saved = (self.timeout, self.action_timeout, self.deadline)
+        attempt = 0
+        try:
+            while True:
+                # Inner waits are bounded by the block's remaining time so the
+                # block can try again instead of spending it all on one wait.
+                self.deadline = end
+                try:
+                    for inner in step["retry"]:
+                        await self.run_step(inner)
+                    return
+                except StepFailure:
+                    if monotonic_ms() >= end - 1:
+                        raise
+                pause = _RETRY_INTERVALS_MS[min(attempt, len(_RETRY_INTERVALS_MS) - 1)]
+                await asyncio.sleep(max(0.0, min(pause, end - monotonic_ms())) / 1000)
+                attempt += 1
+        finally:
+            self.timeout, self.action_timeout, self.deadline = saved
+
+    # --- failure classification ---------------------------------------------
+
+    async def _classify(self, step: dict, message: str) -> StepFailure:
+        """Turns a Playwright failure into a StepFailure with severity and actual value."""
+        spec = step.get("locator", step.get("from"))
+        if spec is None and isinstance(step.get("at"), dict):
+            spec = step["at"].get("box")
+        if spec is None:
+            return StepFailure(message, "moderate")
+        loc = self.locator(spec)
+        try:
+            count = await asyncio.wait_for(loc.count(), 2.0)
+        except (asyncio.TimeoutError, PlaywrightError):
+            return StepFailure(f"{message} (the page stopped answering)", "severe")
+        if count == 0:
+            return StepFailure(f"no element matches {describe_locator(spec)}: {message}", "severe",
+                               expected=step.get("value"), actual=None)
+        kind = step.get("expect")
+        severity = "minor" if kind in ("class", "css", "attribute") else "moderate"
+        actual = None
+        if kind:
+            m = _ACTUAL.search(message)
+            actual = _preview(m.group(1)) if m else await _observe(loc, step)
+        return StepFailure(message, severity, expected=_preview(step.get("value")), actual=actual)
+
+
+async def _observe(loc: Locator, step: dict) -> Any:
+    """The element's current state for the expectation that failed (best effort)."""
+    kind = step["expect"]
+    first = loc.first
+    script = {
+        "text": "e => e.textContent", "contains_text": "e => e.textContent",
+        "value": "e => e.value", "class": "e => e.getAttribute('class')",
+        "checked": "e => e.checked", "enabled": "e => !e.disabled", "disabled": "e => !!e.disabled",
+        "visible": "e => !!(e.offsetWidth || e.offsetHeight || e.getClientRects().length)",
+        "hidden": "e => !!(e.offsetWidth || e.offsetHeight || e.getClientRects().length)",
+        "empty": "e => e.textContent",
+        "attribute": f"e => e.getAttribute({step.get('name')!r})",
+        "css": f"e => getComputedStyle(e).getPropertyValue({step.get('name')!r})",
+    }.get(kind)
+    try:
+        if kind == "count":
+            return await asyncio.wait_for(loc.count(), 2.0)
+        return _preview(await asyncio.wait_for(first.evaluate(script), 5.0))
+    except Exception:  # noqa: BLE001 - an observation is evidence, never a verdict
+        return None
+
+
+def _preview(value: Any) -> Any:
+    if isinstance(value, re.Pattern):
+        return {"regex": value.pattern}
+    if isinstance(value, str):
+        value = " ".join(value.split())
+        return value if len(value) <= 300 else value[:297] + "..."
+    return value
+
+
+def _number(v: Any) -> float:
+    if isinstance(v, bool) or v is None:
+        raise StepFailure(f"expected a number, got {v!r}")
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        raise StepFailure(f"expected a number, got {_preview(v)!r}") from None
+
+
+def compare(op: str, left: Any, right: Any, digits: int = 2) -> bool:
+    """Evaluates an `assert` step's comparison (Jest semantics for close)."""
+    if op == "equal":
+        return left == right
+    if op == "not_equal":
+        return left != right
+    if op in ("close", "not_close"):
+        close = abs(_number(left) - _number(right)) < 10 ** (-digits) / 2
+        return close if op == "close" else not close
+    if op == "greater":
+        return _number(left) > _number(right)
+    if op == "less":
+        return _number(left) < _number(right)
+    if op == "contains":
+        if isinstance(left, str):
+            return js_string(right) in left
+        return isinstance(left, (list, tuple)) and right in left
+    if op in ("truthy", "falsy"):
+        # JavaScript truthiness: empty arrays and objects are truthy.
+        truthy = True if isinstance(left, (list, dict)) else bool(left)
+        return truthy if op == "truthy" else not truthy
+    raise ProbeError(None, f"unknown assertion {op!r}")

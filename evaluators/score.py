@@ -1,0 +1,337 @@
+"""Scores one response: gates F, S, E, then every rubric probe.
+
+The output record is an interface (localization and training read it); its
+JSON Schema is `evaluators/schema/result.schema.json` and docs/result-record.md
+describes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+
+from evaluators.browser import APP_URL, BrowserWorker, EvaluatorFault, PageWatch, monotonic_ms
+from evaluators.config import EvalConfig
+from evaluators.extract import Extraction, extract_app
+from evaluators.probes import ProbeRunner, StepFailure
+from evaluators.reward import gated_reward
+from evaluators.source import source_diagnostics
+from evaluators.steps import ProbeError, check_probe, describe_locator, locator_css
+from evaluators.tasks import Rubric, Task
+from evaluators.textindex import TextIndex
+
+SCHEMA_VERSION = 1
+
+
+class _Frames:
+    """Maps stack frames of the served app to response coordinates."""
+
+    def __init__(self, extraction: Extraction):
+        self.extraction = extraction
+        self.index = TextIndex(extraction.code)
+
+    def frames(self, raw: list[dict]) -> list[dict]:
+        out = []
+        for f in raw:
+            f = dict(f)
+            in_app = f["url"].split("#", 1)[0] == APP_URL
+            f["in_app"] = in_app
+            offset = self.index.from_v8(f["line"], f["column"]) if in_app else None
+            f["offset"] = None if offset is None else self.extraction.to_response(offset)
+            out.append(f)
+        return out
+
+    def excerpt(self, frames: list[dict]) -> str | None:
+        top = next((f for f in frames if f["offset"] is not None), None)
+        if top is None:
+            return None
+        code_off = top["offset"] - self.extraction.start
+        line_start = self.extraction.code.rfind("\n", 0, code_off) + 1
+        line_end = self.extraction.code.find("\n", code_off)
+        line = self.extraction.code[line_start:line_end if line_end >= 0 else None]
+        return line.strip()[:300]
+
+
+def _error_diagnostic(err: dict, frames: _Frames, stage: str, rubric_id: str | None) -> dict:
+    mapped = frames.frames(err["frames"])
+    return {
+        "kind": "page_error", "stage": stage, "severity": "severe", "rubric_id": rubric_id,
+        "message": f"uncaught {err['name']}: {err['message']}"[:1000],
+        "step_index": err["step_index"], "interaction_index": err["interaction_index"],
+        "frames": mapped, "excerpt": frames.excerpt(mapped),
+    }
+
+
+def _watch_diagnostics(watch: PageWatch, stage: str, rubric_id: str | None) -> list[dict]:
+    """Requests, dialogs and popups as info diagnostics."""
+    out = []
+    for req in watch.requests:
+        out.append({"kind": req["kind"], "stage": stage, "severity": "info", "rubric_id": rubric_id,
+                    "message": f"{req['kind'].replace('_', ' ')}: {req['url']}", **req})
+    for d in watch.dialogs:
+        out.append({"kind": "dialog", "stage": stage, "severity": "info", "rubric_id": rubric_id,
+                    "message": f"{d['type']} dialog answered: {d['message']}",
+                    "step_index": d["step_index"]})
+    for url in watch.popups:
+        out.append({"kind": "popup_blocked", "stage": stage, "severity": "info",
+                    "rubric_id": rubric_id, "message": f"window.open blocked: {url}", "url": url})
+    return out
+
+
+async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: EvalConfig,
+                        frames: _Frames) -> tuple[bool, list[dict]]:
+    """Gate E: the page loads in time, does not crash or hang, throws nothing on load.
+
+    Returns:
+      (passed, diagnostics).
+    """
+    b = cfg.browser
+    diags: list[dict] = []
+    failure = None
+    async with worker.page(extraction.code) as (page, watch, _):
+        try:
+            await page.goto(APP_URL, wait_until="load", timeout=b.load_timeout_ms)
+        except Exception as e:  # noqa: BLE001 - Playwright timeout or navigation error
+            failure = f"the page did not load within {b.load_timeout_ms} ms ({str(e).splitlines()[0][:200]})"
+        if failure is None:
+            await asyncio.sleep(b.settle_ms / 1000)
+            try:
+                await asyncio.wait_for(page.evaluate("1"), b.hang_timeout_ms / 1000)
+            except asyncio.TimeoutError:
+                failure = f"the page stopped answering after load (no reply in {b.hang_timeout_ms} ms)"
+            except Exception as e:  # noqa: BLE001
+                if not watch.crashed and not page.context.browser.is_connected():
+                    raise EvaluatorFault(f"browser died during the load check: {e}") from e
+        if watch.crashed:
+            failure = "the renderer crashed"
+        for err in watch.errors:
+            diags.append(_error_diagnostic(err, frames, "runtime", None))
+        if failure is None and watch.errors:
+            failure = "uncaught exception during load: " + diags[0]["message"]
+        diags.extend(_watch_diagnostics(watch, "runtime", None))
+    if failure is not None:
+        diags.insert(0, {"kind": "runtime_failure", "stage": "runtime", "severity": "severe",
+                         "rubric_id": None, "message": failure})
+    return failure is None, diags
+
+
+def _verdict(rubric: Rubric, verdict: str, **kw) -> dict:
+    rec = {"id": rubric.id, "verdict": verdict, "importance": rubric.importance,
+           "kind": rubric.kind, "severity": None, "failed_step": None, "message": None}
+    rec.update(kw)
+    return rec
+
+
+async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extraction,
+                     cfg: EvalConfig, frames: _Frames) -> tuple[dict, list[dict]]:
+    """Runs one rubric's probe on a fresh page. Returns (verdict record, diagnostics)."""
+    if rubric.probe is None:
+        return _verdict(rubric, "unjudged", message="no probe: a judge must score this rubric"), []
+    try:
+        check_probe(rubric.probe)
+    except ProbeError as e:
+        return _verdict(rubric, "error", failed_step=e.step_index,
+                        message=f"malformed probe: {e}", error_source="probe"), []
+    b = cfg.browser
+    async with worker.page(extraction.code) as (page, watch, context):
+        t0 = time.perf_counter()
+        deadline = monotonic_ms() + b.probe_time_limit_ms
+        runner = ProbeRunner(page, watch, rubric.probe, b.action_timeout_ms, deadline)
+        failure = error = None
+        try:
+            await asyncio.wait_for(_guarded(runner, b.hang_timeout_ms), b.probe_time_limit_ms / 1000)
+        except StepFailure as f:
+            failure = f
+        except ProbeError as e:
+            error = e
+        except asyncio.TimeoutError:
+            failure = StepFailure(f"the probe timed out after {b.probe_time_limit_ms} ms", "severe")
+        if failure is not None and not watch.crashed and not context.browser.is_connected():
+            raise EvaluatorFault("the browser died while a probe ran")
+        if watch.crashed and failure is not None:
+            failure = StepFailure(f"the renderer crashed: {failure}", "severe")
+        duration = round((time.perf_counter() - t0) * 1000, 1)
+        # Load-time errors repeat on every fresh page and were reported by gate
+        # E; keep the ones an interaction triggered.
+        errors = [e for e in watch.errors if e["interaction_index"] is not None]
+        diags = [_error_diagnostic(e, frames, "rubric", rubric.id) for e in errors]
+        diags.extend(d for d in _watch_diagnostics(watch, "rubric", rubric.id)
+                     if d.get("kind") != "blocked_request" and d.get("kind") != "cdn_fallback")
+    runtime_error = rubric.importance == "core" and bool(errors)
+    if error is not None:
+        return _verdict(rubric, "error", failed_step=error.step_index, message=f"malformed probe: {error}",
+                        error_source="probe", duration_ms=duration), diags
+    if failure is None:
+        return _verdict(rubric, "pass", duration_ms=duration, runtime_error=runtime_error), diags
+    if errors:
+        failure.severity = "severe"
+    step_index = watch.step
+    step = rubric.probe["steps"][step_index] if step_index is not None else None
+    rec = _verdict(rubric, "fail", severity=failure.severity, failed_step=step_index,
+                   message=str(failure), duration_ms=duration, runtime_error=runtime_error)
+    diags.insert(0, _failure_diagnostic(rubric, failure, step_index, step, watch))
+    return rec, diags
+
+
+async def _load_and_run(runner: ProbeRunner) -> None:
+    await runner.load(runner.deadline - monotonic_ms())
+    await runner.run()
+
+
+async def _watchdog(runner: ProbeRunner, hang_timeout_ms: int) -> None:
+    """Raises StepFailure once the loaded page stops answering for hang_timeout_ms."""
+    while True:
+        await asyncio.sleep(1.0)
+        if runner.page.url != APP_URL:
+            continue  # not loaded yet: the load has its own timeout
+        try:
+            await asyncio.wait_for(runner.page.evaluate("1"), hang_timeout_ms / 1000)
+        except asyncio.TimeoutError:
+            raise StepFailure(f"the page stopped answering (no reply in {hang_timeout_ms} ms): "
+                              "an infinite loop?", "severe") from None
+        except Exception:  # noqa: BLE001 - a closed or crashed page is reported elsewhere
+            return
+
+
+async def _guarded(runner: ProbeRunner, hang_timeout_ms: int) -> None:
+    """Runs the probe while a watchdog ends it early if the page hangs."""
+    probe = asyncio.ensure_future(_load_and_run(runner))
+    dog = asyncio.ensure_future(_watchdog(runner, hang_timeout_ms))
+    try:
+        done, _ = await asyncio.wait({probe, dog}, return_when=asyncio.FIRST_COMPLETED)
+        if probe in done:
+            return probe.result()
+        dog.result()  # raises the hang
+        return await probe  # the watchdog gave up on a closed page: the probe reports
+    finally:
+        for t in (probe, dog):
+            t.cancel()
+        await asyncio.gather(probe, dog, return_exceptions=True)
+
+
+def _failure_diagnostic(rubric: Rubric, failure: StepFailure, step_index: int | None,
+                        step: dict | None, watch: PageWatch) -> dict:
+    loc = None if step is None else step.get("locator", step.get("from"))
+    action = None
+    if watch.interaction is not None:
+        action_step = rubric.probe["steps"][watch.interaction]
+        action_loc = action_step.get("locator") or (action_step.get("at") or {}).get("box")
+        action = {"step_index": watch.interaction, "step": action_step,
+                  "locator": describe_locator(action_loc) if action_loc else None,
+                  "selector": locator_css(action_loc)}
+    return {
+        "kind": "probe_failure", "stage": "rubric", "severity": failure.severity,
+        "rubric_id": rubric.id, "message": str(failure), "step_index": step_index, "step": step,
+        "locator": describe_locator(loc) if loc is not None else None,
+        "selector": locator_css(loc), "expected": failure.expected, "actual": failure.actual,
+        "after_action": action,
+    }
+
+
+def _not_run(task: Task, gate: str) -> list[dict]:
+    return [_verdict(r, "unjudged" if r.probe is None else "fail", ran=False,
+                     message=f"not run: the {gate} gate failed") for r in task.rubrics]
+
+
+async def score_response(worker: BrowserWorker, task: Task, response: str,
+                         cfg: EvalConfig) -> dict:
+    """Scores one response. Raises EvaluatorFault when the evaluator itself fails.
+
+    Returns:
+      The scoring fields of the output record (no input fields, no status).
+    """
+    timings: dict[str, float] = {}
+    t = time.perf_counter()
+    extraction = extract_app(response)
+    timings["format_ms"] = round((time.perf_counter() - t) * 1000, 2)
+    if extraction is None:
+        diag = {"kind": "no_app", "stage": "format", "severity": "severe", "rubric_id": None,
+                "message": "no app found: no ```html block and no HTML document in the response"}
+        return _record(task, None, "format", _not_run(task, "format"), [diag], timings, cfg)
+
+    t = time.perf_counter()
+    diags = source_diagnostics(extraction)
+    timings["source_ms"] = round((time.perf_counter() - t) * 1000, 2)
+    fatal = [d for d in diags if d["lang"] == "javascript" or cfg.reward.css_errors_fail_source]
+    for d in diags:
+        d["severity"] = "severe" if d in fatal else "minor"
+    gate = "source" if fatal else None
+    if gate and not cfg.run_rubrics_after_gate_failure:
+        return _record(task, extraction, gate, _not_run(task, gate), diags, timings, cfg)
+
+    frames = _Frames(extraction)
+    t = time.perf_counter()
+    ok, runtime_diags = await check_runtime(worker, extraction, cfg, frames)
+    timings["runtime_ms"] = round((time.perf_counter() - t) * 1000, 1)
+    diags.extend(runtime_diags)
+    if not ok:
+        gate = gate or "runtime"
+        if not cfg.run_rubrics_after_gate_failure:
+            return _record(task, extraction, gate, _not_run(task, gate), diags, timings, cfg)
+
+    t = time.perf_counter()
+    results = await asyncio.gather(*(run_rubric(worker, r, extraction, cfg, frames)
+                                     for r in task.rubrics))
+    timings["rubrics_ms"] = round((time.perf_counter() - t) * 1000, 1)
+    rubrics = [rec for rec, _ in results]
+    for _, d in results:
+        diags.extend(d)
+    if gate is None and any(r.get("runtime_error") for r in rubrics):
+        gate = "runtime"
+        diags.append({"kind": "runtime_failure", "stage": "runtime", "severity": "severe",
+                      "rubric_id": next(r["id"] for r in rubrics if r.get("runtime_error")),
+                      "message": "uncaught exception during an interaction step of a core rubric"})
+    return _record(task, extraction, gate, rubrics, diags, timings, cfg)
+
+
+def _record(task: Task, extraction: Extraction | None, gate: str | None, rubrics: list[dict],
+            diags: list[dict], timings: dict, cfg: EvalConfig) -> dict:
+    counts = {v: sum(r["verdict"] == v for r in rubrics) for v in ("pass", "fail", "error", "unjudged")}
+    return {
+        "reward": round(gated_reward(gate, rubrics, cfg.reward), 6),
+        "gate": gate,
+        "status": "ok",
+        "rubrics": rubrics,
+        "rubric_counts": counts,
+        "diagnostics": diags,
+        "extraction": None if extraction is None else {
+            "start": extraction.start, "end": extraction.end, "method": extraction.method},
+        "timings": timings,
+        "schema_version": SCHEMA_VERSION,
+    }
+
+
+def error_record(task: Task | None, message: str) -> dict:
+    """The record of a response the evaluator could not score (status `error`)."""
+    return {
+        "reward": None, "gate": None, "status": "error", "error": message[:4000],
+        "rubrics": [] if task is None else [
+            _verdict(r, "error", message="evaluator failure", error_source="evaluator")
+            for r in task.rubrics],
+        "rubric_counts": {"pass": 0, "fail": 0, "error": 0 if task is None else len(task.rubrics),
+                          "unjudged": 0},
+        "diagnostics": [], "extraction": None, "timings": {}, "schema_version": SCHEMA_VERSION,
+    }
+
+
+async def score_with_retries(worker: BrowserWorker, task: Task | None, row: dict,
+                             cfg: EvalConfig) -> dict:
+    """Scores one input row; always returns exactly one record, never raises."""
+    if task is None:
+        return {**row, **error_record(None, f"unknown task_id {row.get('task_id')!r}")}
+    last = ""
+    for attempt in range(cfg.retries + 1):
+        t0 = time.perf_counter()
+        try:
+            out = await score_response(worker, task, row["response"], cfg)
+            out["timings"]["total_ms"] = round((time.perf_counter() - t0) * 1000, 1)
+            out["attempts"] = attempt + 1
+            return {**row, **out}
+        except EvaluatorFault as e:
+            last = f"evaluator fault: {e}"
+        except Exception:  # noqa: BLE001 - whatever broke is ours, not the response's
+            last = "evaluator exception:\n" + traceback.format_exc(limit=8)
+    rec = error_record(task, last)
+    rec["attempts"] = cfg.retries + 1
+    return {**row, **rec}

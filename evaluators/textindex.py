@@ -1,0 +1,59 @@
+"""Offset conversions between the coordinate systems a diagnostic passes through.
+
+tree-sitter reports UTF-8 byte offsets, V8 stack frames report 1-based lines and
+UTF-16 columns of the served document, and everything we emit uses Python str
+indices (code points). Getting these wrong shifts spans on any response with a
+non-ASCII character, so they live in one place.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+
+
+class TextIndex:
+    """Precomputed offset tables for one string.
+
+    Args:
+      text: the string (e.g. the extracted HTML document).
+    """
+
+    def __init__(self, text: str):
+        self.text = text
+        self.ascii = text.isascii()
+        if not self.ascii:
+            # Byte offset where each character starts, plus the end sentinel.
+            widths = (len(ch.encode("utf-8")) for ch in text)
+            self._char_to_byte = [0, *itertools.accumulate(widths)]
+        self._line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+
+    def byte_to_char(self, b: int) -> int:
+        """Character offset of the character containing byte `b` (end maps to len)."""
+        if self.ascii:
+            return b
+        return bisect.bisect_right(self._char_to_byte, b) - 1
+
+    def char_to_byte(self, c: int) -> int:
+        return c if self.ascii else self._char_to_byte[c]
+
+    def line_col(self, c: int) -> tuple[int, int]:
+        """1-based line and 1-based code-point column of character offset `c`."""
+        line = bisect.bisect_right(self._line_starts, c) - 1
+        return line + 1, c - self._line_starts[line] + 1
+
+    def from_v8(self, line: int, column: int) -> int | None:
+        """Character offset of a V8 position (1-based line, 1-based UTF-16 column).
+
+        Returns None when the position lies outside the text.
+        """
+        if line < 1 or line > len(self._line_starts):
+            return None
+        start = self._line_starts[line - 1]
+        end = self._line_starts[line] - 1 if line < len(self._line_starts) else len(self.text)
+        units = column - 1
+        c = start
+        while units > 0 and c < end:
+            units -= 2 if ord(self.text[c]) > 0xFFFF else 1
+            c += 1
+        return c if units <= 0 else None
