@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Iterator
 
 from evaluators.browser import BrowserWorker
 from evaluators.config import EvalConfig
-from evaluators.score import error_record, score_with_retries
+from evaluators.score import error_record, merge, score_with_retries
 from evaluators.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -181,7 +181,8 @@ class EvaluatorPool:
                 if retried:
                     rec = error_record(self.tasks.get(row.get("task_id")),
                                        "the evaluator worker died twice while scoring this row")
-                    done[idx] = {**{k: v for k, v in row.items() if k != "_rcca_pool_retry"}, **rec}
+                    clean = {k: v for k, v in row.items() if k != "_rcca_pool_retry"}
+                    done[idx] = merge(clean, {**rec, "attempts": 2})
                 else:
                     rows[idx] = {**row, "_rcca_pool_retry": 1}
                     todo.append(idx)

@@ -336,7 +336,7 @@ def _number(v: Any) -> float:
         raise StepFailure(f"expected a number, got {_preview(v)!r}") from None
 
 
-def compare(op: str, left: Any, right: Any, digits: int = 2) -> bool:
+def compare(op: str, left: Any, right: Any = None, digits: int = 2) -> bool:
     """Evaluates an `assert` step's comparison (Jest semantics for close)."""
     if op == "equal":
         return left == right

@@ -13,6 +13,7 @@ import traceback
 
 from evaluators.browser import APP_URL, BrowserWorker, EvaluatorFault, PageWatch, monotonic_ms
 from evaluators.config import EvalConfig
+from evaluators.coverage import Coverage
 from evaluators.extract import Extraction, extract_app
 from evaluators.probes import ProbeRunner, StepFailure
 from evaluators.reward import gated_reward
@@ -138,9 +139,14 @@ async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extracti
         t0 = time.perf_counter()
         deadline = monotonic_ms() + b.probe_time_limit_ms
         runner = ProbeRunner(page, watch, rubric.probe, b.action_timeout_ms, deadline)
+        cov = None
+        if b.coverage:
+            cov = Coverage()
+            await cov.start(context, page)
         failure = error = None
         try:
-            await asyncio.wait_for(_guarded(runner, b.hang_timeout_ms), b.probe_time_limit_ms / 1000)
+            await asyncio.wait_for(_guarded(runner, b.hang_timeout_ms, cov),
+                                   b.probe_time_limit_ms / 1000)
         except StepFailure as f:
             failure = f
         except ProbeError as e:
@@ -151,6 +157,9 @@ async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extracti
             raise EvaluatorFault("the browser died while a probe ran")
         if watch.crashed and failure is not None:
             failure = StepFailure(f"the renderer crashed: {failure}", "severe")
+        covered = None
+        if cov is not None and failure is not None and not watch.crashed:
+            covered = await _read_coverage(cov, extraction, frames)
         duration = round((time.perf_counter() - t0) * 1000, 1)
         # Load-time errors repeat on every fresh page and were reported by gate
         # E; keep the ones an interaction triggered.
@@ -170,13 +179,26 @@ async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extracti
     step = rubric.probe["steps"][step_index] if step_index is not None else None
     rec = _verdict(rubric, "fail", severity=failure.severity, failed_step=step_index,
                    message=str(failure), duration_ms=duration, runtime_error=runtime_error)
-    diags.insert(0, _failure_diagnostic(rubric, failure, step_index, step, watch))
+    diag = _failure_diagnostic(rubric, failure, step_index, step, watch)
+    diag["coverage"] = covered
+    diags.insert(0, diag)
     return rec, diags
 
 
-async def _load_and_run(runner: ProbeRunner) -> None:
+async def _load_and_run(runner: ProbeRunner, cov: Coverage | None) -> None:
     await runner.load(runner.deadline - monotonic_ms())
+    if cov is not None:
+        await cov.take()  # resets the counts: what follows is the probe's own path
     await runner.run()
+
+
+async def _read_coverage(cov: Coverage, extraction: Extraction, frames: _Frames) -> dict | None:
+    """The functions that ran since load, or None if the page cannot say (hung)."""
+    try:
+        raw = await asyncio.wait_for(cov.take(), 5.0)
+    except Exception:  # noqa: BLE001 - coverage is evidence, never a verdict
+        return None
+    return {"functions": cov.functions(raw, extraction, frames.index), "since": "load"}
 
 
 async def _watchdog(runner: ProbeRunner, hang_timeout_ms: int) -> None:
@@ -194,9 +216,9 @@ async def _watchdog(runner: ProbeRunner, hang_timeout_ms: int) -> None:
             return
 
 
-async def _guarded(runner: ProbeRunner, hang_timeout_ms: int) -> None:
+async def _guarded(runner: ProbeRunner, hang_timeout_ms: int, cov: Coverage | None) -> None:
     """Runs the probe while a watchdog ends it early if the page hangs."""
-    probe = asyncio.ensure_future(_load_and_run(runner))
+    probe = asyncio.ensure_future(_load_and_run(runner, cov))
     dog = asyncio.ensure_future(_watchdog(runner, hang_timeout_ms))
     try:
         done, _ = await asyncio.wait({probe, dog}, return_when=asyncio.FIRST_COMPLETED)
@@ -315,11 +337,22 @@ def error_record(task: Task | None, message: str) -> dict:
     }
 
 
+# Fields the scorer writes: an input field of the same name is replaced, never mixed in.
+OUTPUT_FIELDS = ("reward", "gate", "status", "error", "rubrics", "rubric_counts", "diagnostics",
+                 "extraction", "timings", "schema_version", "attempts")
+
+
+def merge(row: dict, scored: dict) -> dict:
+    """The output record: the input row's own fields, then the scoring fields."""
+    return {**{k: v for k, v in row.items() if k not in OUTPUT_FIELDS}, **scored}
+
+
 async def score_with_retries(worker: BrowserWorker, task: Task | None, row: dict,
                              cfg: EvalConfig) -> dict:
     """Scores one input row; always returns exactly one record, never raises."""
     if task is None:
-        return {**row, **error_record(None, f"unknown task_id {row.get('task_id')!r}")}
+        rec = error_record(None, f"unknown task_id {row.get('task_id')!r}")
+        return merge(row, {**rec, "attempts": 0})
     last = ""
     for attempt in range(cfg.retries + 1):
         t0 = time.perf_counter()
@@ -327,11 +360,9 @@ async def score_with_retries(worker: BrowserWorker, task: Task | None, row: dict
             out = await score_response(worker, task, row["response"], cfg)
             out["timings"]["total_ms"] = round((time.perf_counter() - t0) * 1000, 1)
             out["attempts"] = attempt + 1
-            return {**row, **out}
+            return merge(row, out)
         except EvaluatorFault as e:
             last = f"evaluator fault: {e}"
         except Exception:  # noqa: BLE001 - whatever broke is ours, not the response's
             last = "evaluator exception:\n" + traceback.format_exc(limit=8)
-    rec = error_record(task, last)
-    rec["attempts"] = cfg.retries + 1
-    return {**row, **rec}
+    return merge(row, {**error_record(task, last), "attempts": cfg.retries + 1})

@@ -175,7 +175,7 @@ def source_diagnostics(extraction: Extraction) -> list[dict]:
         start, end = extraction.to_response(issue.start), extraction.to_response(issue.end)
         line, col = index.line_col(issue.start)
         out.append({
-            "kind": "syntax_error", "stage": "source", "severity": "severe",
+            "kind": "syntax_error", "stage": "source", "severity": "severe", "rubric_id": None,
             "message": f"{issue.message} (line {line}, column {col} of the app)",
             "lang": issue.lang, "span": [start, end],
         })

@@ -26,6 +26,9 @@ class TextIndex:
             # Byte offset where each character starts, plus the end sentinel.
             widths = (len(ch.encode("utf-8")) for ch in text)
             self._char_to_byte = [0, *itertools.accumulate(widths)]
+            # The same for UTF-16 code units, V8's unit for columns and offsets.
+            units = (2 if ord(ch) > 0xFFFF else 1 for ch in text)
+            self._char_to_utf16 = [0, *itertools.accumulate(units)]
         self._line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
 
     def byte_to_char(self, b: int) -> int:
@@ -42,18 +45,23 @@ class TextIndex:
         line = bisect.bisect_right(self._line_starts, c) - 1
         return line + 1, c - self._line_starts[line] + 1
 
+    def char_to_utf16(self, c: int) -> int:
+        return c if self.ascii else self._char_to_utf16[c]
+
+    def utf16_to_char(self, u: int) -> int:
+        """Character offset of UTF-16 offset `u` (inside a surrogate pair: its character)."""
+        if self.ascii:
+            return min(u, len(self.text))
+        return bisect.bisect_right(self._char_to_utf16, u) - 1
+
     def from_v8(self, line: int, column: int) -> int | None:
         """Character offset of a V8 position (1-based line, 1-based UTF-16 column).
 
         Returns None when the position lies outside the text.
         """
-        if line < 1 or line > len(self._line_starts):
+        if line < 1 or line > len(self._line_starts) or column < 1:
             return None
         start = self._line_starts[line - 1]
         end = self._line_starts[line] - 1 if line < len(self._line_starts) else len(self.text)
-        units = column - 1
-        c = start
-        while units > 0 and c < end:
-            units -= 2 if ord(self.text[c]) > 0xFFFF else 1
-            c += 1
-        return c if units <= 0 else None
+        c = self.utf16_to_char(self.char_to_utf16(start) + column - 1)
+        return c if c <= end else None

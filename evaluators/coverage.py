@@ -1,0 +1,67 @@
+"""Which of the app's functions actually ran: precise JS coverage over CDP.
+
+Execution-grounded localization needs the functions that ran on a failing
+path. V8's precise coverage with call counts is read once right after the page
+loads (reading resets the counters) and again when a probe fails, so the
+second reading holds exactly the calls made by the probe's interactions.
+"""
+
+from __future__ import annotations
+
+from playwright.async_api import BrowserContext, Page
+
+from evaluators.browser import APP_URL
+from evaluators.extract import Extraction
+from evaluators.textindex import TextIndex
+
+
+class Coverage:
+    """A CDP session that records the app's scripts and their function call counts."""
+
+    def __init__(self):
+        self._session = None
+        self._scripts: dict[str, tuple[int, int]] = {}  # scriptId -> (line, column), 0-based
+
+    async def start(self, context: BrowserContext, page: Page) -> None:
+        """Starts recording; call before the page navigates."""
+        s = await context.new_cdp_session(page)
+        s.on("Debugger.scriptParsed", self._parsed)
+        await s.send("Debugger.enable")
+        # A `debugger;` statement in the app must not pause it.
+        await s.send("Debugger.setSkipAllPauses", {"skip": True})
+        await s.send("Profiler.enable")
+        await s.send("Profiler.startPreciseCoverage", {"callCount": True, "detailed": False})
+        self._session = s
+
+    def _parsed(self, params: dict) -> None:
+        if params.get("url", "").split("#", 1)[0] == APP_URL:
+            self._scripts[params["scriptId"]] = (params["startLine"], params["startColumn"])
+
+    async def take(self) -> list[dict]:
+        """Function call counts since the last take (raw CDP entries of the app's scripts)."""
+        res = await self._session.send("Profiler.takePreciseCoverage")
+        return [s for s in res["result"] if s["scriptId"] in self._scripts]
+
+    def functions(self, raw: list[dict], extraction: Extraction, index: TextIndex) -> list[dict]:
+        """The functions that ran, in response coordinates.
+
+        Returns:
+          [{"name", "start", "end", "count"}], sorted by start; a script's
+          top-level code is left out (it runs once, at load).
+        """
+        out = []
+        for script in raw:
+            line, col = self._scripts[script["scriptId"]]
+            base = index.from_v8(line + 1, col + 1)
+            if base is None:
+                continue
+            base16 = index.char_to_utf16(base)
+            for fn in script["functions"]:
+                rng = fn["ranges"][0]
+                if rng["count"] == 0 or not fn["functionName"] and rng["startOffset"] == 0:
+                    continue
+                start = index.utf16_to_char(base16 + rng["startOffset"])
+                end = index.utf16_to_char(base16 + rng["endOffset"])
+                out.append({"name": fn["functionName"], "start": extraction.to_response(start),
+                            "end": extraction.to_response(end), "count": rng["count"]})
+        return sorted(out, key=lambda f: (f["start"], f["end"]))

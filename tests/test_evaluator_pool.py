@@ -1,0 +1,76 @@
+"""The evaluator fleet (processes) and the command line, with real Chromium."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evaluators.config import EvalConfig
+from evaluators.pool import EvaluatorPool
+from evaluators.tasks import load_responses, load_tasks
+
+pytestmark = pytest.mark.browser
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = REPO / "evaluators" / "examples"
+
+
+def test_pool_survives_a_dead_worker_and_keeps_order():
+    tasks = load_tasks(EXAMPLES / "tasks.jsonl")
+    rows = load_responses(EXAMPLES / "responses.jsonl", tasks)
+    rows = [r for r in rows if r["model"] in ("correct", "partial: reset and class broken",
+                                              "no code", "fetches an external URL")] * 2
+    cfg = dataclasses.replace(EvalConfig(), browser=dataclasses.replace(
+        EvalConfig().browser, pages_per_worker=4))
+    pool = EvaluatorPool(tasks, cfg, workers=2)
+    out = []
+    for rec in pool.score(rows):
+        if not out:
+            # Kill a worker while it has apps in flight: they are rescored elsewhere.
+            victim = next(s.proc for s in pool._slots if s.inflight)
+            os.kill(victim.pid, signal.SIGKILL)
+        out.append(rec)
+    assert [r["model"] for r in out] == [r["model"] for r in rows]
+    assert pool.restarts >= 1
+    assert all(r["status"] == "ok" for r in out)
+    assert all("_rcca_pool_retry" not in r for r in out)
+    by_model = {r["model"]: r["reward"] for r in out}
+    assert by_model["correct"] == 1.0 and by_model["no code"] == 0.0
+
+
+def test_cli_scores_and_keeps_input_fields(tmp_path):
+    tasks = EXAMPLES / "tasks.jsonl"
+    lines = (EXAMPLES / "responses.jsonl").read_text().splitlines()
+    picked = [json.loads(x) for x in lines if json.loads(x)["model"] in ("correct", "JS syntax error")]
+    for i, row in enumerate(picked):
+        row["sample_id"] = i
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("".join(json.dumps(r) + "\n" for r in picked))
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "evaluators", "score", "--tasks", str(tasks),
+                           "--responses", str(responses), "--out", str(out), "--workers", "1",
+                           "--quiet"], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    recs = [json.loads(x) for x in out.read_text().splitlines()]
+    assert [r["sample_id"] for r in recs] == [0, 1]
+    assert [r["model"] for r in recs] == ["correct", "JS syntax error"]
+    assert [(r["reward"], r["gate"]) for r in recs] == [(1.0, None), (0.0, "source")]
+    assert "apps/s" in proc.stdout and "JS syntax error" in proc.stdout
+
+
+def test_cli_rejects_a_bad_line_naming_it(tmp_path):
+    responses = tmp_path / "bad.jsonl"
+    responses.write_text(json.dumps({"task_id": "examples/counter", "response": "x"}) + "\n"
+                         + json.dumps({"task_id": "examples/counter", "text": "x"}) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "evaluators", "score",
+                           "--tasks", str(EXAMPLES / "tasks.jsonl"), "--responses", str(responses),
+                           "--out", str(tmp_path / "o.jsonl")], capture_output=True, text=True,
+                          cwd=REPO, timeout=120)
+    assert proc.returncode == 2
+    assert f"{responses}:2: field 'response': missing" in proc.stderr
