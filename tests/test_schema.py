@@ -113,7 +113,7 @@ def example_task():
 
 def test_error_record_validates(validator, example_task):
     row = {"task_id": example_task.id, "response": "```html\n<p>hi</p>\n```", "model": "m", "n": 3}
-    for task, extra in ((example_task, {"attempts": 2}), (None, {})):
+    for task, extra in ((example_task, {"attempts": 2}), (None, {"attempts": 0})):
         rec = {**row, **error_record(task, "evaluator fault: the browser died" * 200), **extra}
         assert _problems(validator, rec) == []
         assert _invariants(rec, row, task) == []
@@ -284,7 +284,7 @@ def _valid_record() -> dict:
         ],
         "rubric_counts": {"pass": 1, "fail": 1, "error": 1, "unjudged": 1},
         "diagnostics": [
-            {"kind": "syntax_error", "stage": "source", "severity": "minor", "message": "css",
+            {"kind": "syntax_error", "stage": "source", "severity": "minor", "message": "css", "rubric_id": None,
              "lang": "css", "span": [20, 21]},
             {"kind": "page_error", "stage": "rubric", "severity": "severe", "rubric_id": "r1",
              "message": "uncaught TypeError: x", "step_index": 1, "interaction_index": 0,
@@ -335,7 +335,7 @@ def _gated_record(gate: str = "runtime") -> dict:
 
 
 def _error_record() -> dict:
-    return {"task_id": "t", "response": "r", **error_record(None, "evaluator fault: x")}
+    return {"task_id": "t", "response": "r", **error_record(None, "evaluator fault: x"), "attempts": 0}
 
 
 def test_hand_made_records_are_valid(validator):
@@ -383,7 +383,7 @@ INVALID = {
     "unknown gate": (_valid_record, _set("gate", "compile")),
     "unknown status": (_valid_record, _set("status", "skipped")),
     "schema_version 2": (_valid_record, _set("schema_version", 2)),
-    "status ok without attempts": (_valid_record, _drop("attempts")),
+    "without attempts": (_valid_record, _drop("attempts")),
     "attempts 0": (_valid_record, _set("attempts", 0)),
     "timing not a number": (_valid_record, _set("timings.total_ms", "1s")),
     "rubric_counts without unjudged": (_valid_record, _drop("rubric_counts.unjudged")),
