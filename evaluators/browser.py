@@ -80,8 +80,56 @@ class PageWatch:
         })
 
 
+class CpuMeter:
+    """Fraction of the machine's CPU time spent busy, over windows of `window_s`.
+
+    Reads /proc/stat; where it is missing (not Linux) the CPUs always look idle.
+    """
+
+    def __init__(self, window_s: float = 0.25):
+        self.window_s = window_s
+        self._last = self._read()
+        self._t = time.monotonic()
+        self._busy = 0.0
+
+    @staticmethod
+    def _read() -> tuple[int, int] | None:
+        try:
+            with open("/proc/stat", encoding="ascii") as f:
+                v = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = v[3] + (v[4] if len(v) > 4 else 0)
+        return sum(v) - idle, sum(v)
+
+    def busy(self) -> float:
+        now = time.monotonic()
+        if now - self._t >= self.window_s:
+            cur = self._read()
+            if cur is not None and self._last is not None and cur[1] > self._last[1]:
+                self._busy = (cur[0] - self._last[0]) / (cur[1] - self._last[1])
+            self._last, self._t = cur, now
+        return self._busy
+
+
+@dataclasses.dataclass
+class _Generation:
+    """One Chromium process and the pages it has open."""
+
+    browser: Browser
+    inflight: int = 0
+    served: int = 0
+    stuck: int = 0  # contexts that would not close
+    draining: bool = False
+
+
 class BrowserWorker:
-    """One Chromium, many concurrent contexts (bounded), restarted if it dies.
+    """One Chromium at a time, many concurrent contexts (bounded), replaced when it degrades.
+
+    A browser is replaced, without disturbing the pages it still serves, when
+    it dies, when contexts stop closing (their renderers would otherwise burn
+    CPU for good), or after `recycle_after` pages (bounded memory over long
+    runs). The old one is closed once its last page is done.
 
     Args:
       cfg: page conditions and limits.
@@ -89,14 +137,18 @@ class BrowserWorker:
       pages: contexts open at once; defaults to cfg.pages_per_worker.
     """
 
-    def __init__(self, cfg: BrowserConfig, mirror=None, pages: int | None = None):
+    def __init__(self, cfg: BrowserConfig, mirror=None, pages: int | None = None,
+                 recycle_after: int = 2000, max_stuck: int = 2):
         self.cfg = cfg
         self.mirror = mirror
         self._sem = asyncio.Semaphore(pages or cfg.pages_per_worker)
         self._lock = asyncio.Lock()
         self._pw = None
-        self._browser: Browser | None = None
+        self._gen: _Generation | None = None
         self._device: dict = {}
+        self._recycle_after, self._max_stuck = recycle_after, max_stuck
+        self._cpu = CpuMeter()
+        self._open = 0
         self.restarts = 0
 
     async def start(self) -> "BrowserWorker":
@@ -104,28 +156,49 @@ class BrowserWorker:
         device = dict(self._pw.devices[self.cfg.device])
         device.pop("default_browser_type", None)
         self._device = device
-        await self._launch()
+        self._gen = _Generation(await self._launch())
         return self
 
-    async def _launch(self) -> None:
-        self._browser = await self._pw.chromium.launch(
+    async def _launch(self) -> Browser:
+        return await self._pw.chromium.launch(
             executable_path=self.cfg.executable_path, headless=True,
             args=[*self.cfg.args, *_NETWORK_ISOLATION])
 
-    async def _ensure_browser(self) -> Browser:
+    async def _admit(self) -> None:
+        """Waits until the CPUs have room for another page (see BrowserConfig.admit_cpu_busy)."""
+        while self._open >= self.cfg.min_pages and self._cpu.busy() > self.cfg.admit_cpu_busy:
+            await asyncio.sleep(0.1)
+        self._open += 1
+
+    async def _acquire(self) -> _Generation:
         async with self._lock:
-            if self._browser is None or not self._browser.is_connected():
-                log.warning("browser is gone; starting a new one")
+            gen = self._gen
+            if gen is None or gen.draining or not gen.browser.is_connected():
+                if gen is not None:
+                    self._retire(gen, "it died" if not gen.browser.is_connected() else "it degraded")
                 self.restarts += 1
-                with contextlib.suppress(Exception):
-                    await self._browser.close()
-                await self._launch()
-            return self._browser
+                gen = self._gen = _Generation(await self._launch())
+            gen.inflight += 1
+            gen.served += 1
+            if gen.served >= self._recycle_after:
+                gen.draining = True
+            return gen
+
+    def _retire(self, gen: _Generation, why: str) -> None:
+        log.warning("replacing the browser: %s", why)
+        gen.draining = True
+        if gen.inflight == 0:
+            asyncio.ensure_future(_quietly(asyncio.wait_for(gen.browser.close(), 30)))
+
+    def _release(self, gen: _Generation) -> None:
+        gen.inflight -= 1
+        if gen.draining and gen.inflight == 0 and gen is not self._gen:
+            asyncio.ensure_future(_quietly(asyncio.wait_for(gen.browser.close(), 30)))
 
     async def close(self) -> None:
         with contextlib.suppress(Exception):
-            if self._browser is not None:
-                await asyncio.wait_for(self._browser.close(), 10)
+            if self._gen is not None:
+                await asyncio.wait_for(self._gen.browser.close(), 10)
         with contextlib.suppress(Exception):
             if self._pw is not None:
                 await self._pw.stop()
@@ -169,25 +242,31 @@ class BrowserWorker:
         EvaluatorFault when the browser itself fails.
         """
         async with self._sem:
-            browser = await self._ensure_browser()
-            watch = PageWatch()
+            await self._admit()
+            gen = await self._acquire()
             try:
-                context = await browser.new_context(**self._device, service_workers="block",
-                                                    accept_downloads=False)
-            except Exception as e:  # noqa: BLE001 - any failure here is ours
-                raise EvaluatorFault(f"could not open a browser context: {e}") from e
-            try:
-                await context.route("**/*", lambda r: self._route(r, html, watch))
-                page = await context.new_page()
-                page.on("popup", lambda p: self._popup(p, watch))
-                page.on("pageerror", watch.on_error)
-                page.on("crash", lambda _: setattr(watch, "crashed", True))
-                page.on("console", lambda m: watch.console_errors.append(m.text)
-                        if m.type == "error" and len(watch.console_errors) < 50 else None)
-                page.on("dialog", lambda d: self._dialog(d, watch))
-                yield page, watch, context
+                watch = PageWatch()
+                try:
+                    context = await gen.browser.new_context(**self._device, service_workers="block",
+                                                            accept_downloads=False)
+                except Exception as e:  # noqa: BLE001 - any failure here is ours
+                    gen.draining = True
+                    raise EvaluatorFault(f"could not open a browser context: {e}") from e
+                try:
+                    await context.route("**/*", lambda r: self._route(r, html, watch))
+                    page = await context.new_page()
+                    page.on("popup", lambda p: self._popup(p, watch))
+                    page.on("pageerror", watch.on_error)
+                    page.on("crash", lambda _: setattr(watch, "crashed", True))
+                    page.on("console", lambda m: watch.console_errors.append(m.text)
+                            if m.type == "error" and len(watch.console_errors) < 50 else None)
+                    page.on("dialog", lambda d: self._dialog(d, watch))
+                    yield page, watch, context
+                finally:
+                    await self._close_context(context, gen)
             finally:
-                await self._close_context(context)
+                self._open -= 1
+                self._release(gen)
 
     def _popup(self, page: Page, watch: PageWatch) -> None:
         watch.popups.append(page.url)
@@ -199,14 +278,19 @@ class BrowserWorker:
         action = dialog.accept() if self.cfg.dialog_action == "accept" else dialog.dismiss()
         asyncio.ensure_future(_quietly(action))
 
-    async def _close_context(self, context: BrowserContext) -> None:
+    async def _close_context(self, context: BrowserContext, gen: _Generation) -> None:
         try:
             await asyncio.wait_for(context.close(), 10)
         except Exception:  # noqa: BLE001
-            # Other probes share this browser, so it is never killed here: the
-            # context is left to close in the background.
-            log.warning("a browser context did not close within 10 s; closing it in the background")
-            asyncio.ensure_future(_quietly(context.close()))
+            # Other probes share this browser, so it is not killed here; after a
+            # few such contexts it is replaced and closed once its pages are done.
+            gen.stuck += 1
+            log.warning("a browser context did not close within 10 s (%d in this browser)", gen.stuck)
+            if gen.stuck >= self._max_stuck:
+                async with self._lock:
+                    if gen is self._gen:
+                        self._gen = None
+                        self._retire(gen, f"{gen.stuck} contexts would not close")
 
 
 def _navigation_kind(request) -> str:

@@ -85,7 +85,13 @@ class BrowserConfig:
         failure, which would make verdicts depend on concurrency.
       dialog_action: "dismiss" (Playwright's default, so probes written for
         Playwright see the same page) or "accept".
-      pages_per_worker: probes in flight at once in one browser.
+      pages_per_worker: the most probes in flight at once in one browser.
+      admit_cpu_busy: a new page starts only while the machine's CPUs were
+        less busy than this over the last quarter second (or while fewer
+        than `min_pages` of this worker's pages are open). Probes that wait
+        overlap freely, but a starved renderer turns time limits into false
+        failures, so concurrency follows the CPU rather than a fixed count.
+      min_pages: pages always admitted, however busy the CPUs are.
       cdn_root: directory of the npm CDN mirror; None means the default.
       coverage: collect precise JS coverage of failing probes (for
         execution-grounded localization).
@@ -101,6 +107,8 @@ class BrowserConfig:
     action_timeout_ms: int | None = None
     dialog_action: str = "dismiss"
     pages_per_worker: int = 8
+    admit_cpu_busy: float = 0.85
+    min_pages: int = 2
     cdn_root: str | None = None
     coverage: bool = False
 

@@ -116,8 +116,8 @@ def test_infinite_loop_on_load_is_bounded(records):
     rec = records["infinite loop on load"]
     assert (rec["reward"], rec["gate"], rec["status"]) == (0.1, "runtime", "ok")
     fail = [d for d in rec["diagnostics"] if d["kind"] == "runtime_failure"][0]
-    assert "did not load" in fail["message"] or "stopped answering" in fail["message"]
-    assert rec["timings"]["total_ms"] < 5000 + 15000
+    # Ended by the 5 s load timeout of CFG, not by anything slower.
+    assert "did not load within 5000 ms" in fail["message"]
 
 
 def test_memory_bomb_crashes_only_its_page(records):

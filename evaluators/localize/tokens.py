@@ -13,6 +13,7 @@ vocabularies raise ``ValueError`` instead of producing wrong ranges.
 
 from __future__ import annotations
 
+import weakref
 from typing import Protocol, Sequence
 
 import numpy as np
@@ -51,8 +52,16 @@ def _byte_alphabet() -> dict[str, int]:
 _BYTE_OF = _byte_alphabet()
 
 
+# Bytes of the ids already seen, per tokenizer: a training run meets the same few thousand ids
+# again and again, and converting ids one by one dominated the cost of localizing a response.
+_SEEN: "weakref.WeakKeyDictionary[object, dict[int, bytes]]" = weakref.WeakKeyDictionary()
+
+
 def token_bytes(tokenizer: FastTokenizer, token_ids: Sequence[int]) -> list[bytes]:
     """The bytes each token contributes to the decoded text (b'' for special tokens).
+
+    Ids are converted once per tokenizer object and remembered (the vocabulary of a tokenizer
+    is not expected to change under it).
 
     Args:
         tokenizer: A byte-level BPE fast tokenizer.
@@ -65,6 +74,17 @@ def token_bytes(tokenizer: FastTokenizer, token_ids: Sequence[int]) -> list[byte
         ValueError: an id is unknown, or a token is not in the byte-level alphabet.
     """
     ids = [int(i) for i in token_ids]
+    try:
+        seen = _SEEN.setdefault(tokenizer, {})
+    except TypeError:  # not weakly referenceable: no memory
+        seen = {}
+    new = [i for i in dict.fromkeys(ids) if i not in seen]
+    if new:
+        seen.update(zip(new, _convert(tokenizer, new)))
+    return [seen[i] for i in ids]
+
+
+def _convert(tokenizer: FastTokenizer, ids: list[int]) -> list[bytes]:
     added = tokenizer.added_tokens_decoder
     special = set(tokenizer.all_special_ids)
     special.update(i for i, tok in added.items() if getattr(tok, "special", False))

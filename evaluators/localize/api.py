@@ -1,0 +1,142 @@
+"""Localizes a scored record: spans per diagnostic, then per-token base weights.
+
+``localize_record`` builds the code graph once per record, localizes every localizable
+diagnostic (``spans.localize``) and, given the policy's tokenizer, turns the spans of the
+diagnostics that cost the response reward into ``weights.base_weights`` over the sampled
+tokens. The advantage-sign step (``weights.asymmetric_weights``) is the trainer's: it needs
+the group's advantages, which a record does not have.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from evaluators.localize.graph import build_graph, find_html_region
+from evaluators.localize.spans import LOCALIZED_KINDS, Localization, localize
+from evaluators.localize.tokens import span_mask, token_char_ranges
+from evaluators.localize.weights import WeightConfig, base_weights
+
+Span = tuple[int, int]
+
+
+def counts_for_weights(record: dict, diagnostic: dict) -> bool:
+    """Whether a diagnostic explains lost reward, so that its spans weigh tokens.
+
+    Counted: a severe syntax error (gate S), load-time failures and exceptions (gate E), a
+    failed rubric's probe failure and exceptions, and exceptions that failed gate E through a
+    core rubric. Never: info kinds, minor (CSS) syntax errors, exceptions in passing rubrics.
+    """
+    kind = diagnostic.get("kind")
+    if kind not in LOCALIZED_KINDS or diagnostic.get("severity") == "info":
+        return False
+    if kind == "syntax_error":
+        return diagnostic.get("severity") == "severe"
+    if kind in ("runtime_failure", "no_app"):
+        return True
+    if kind == "page_error" and diagnostic.get("stage") == "runtime":
+        return True
+    verdict = next((r for r in record.get("rubrics") or ()
+                    if r.get("id") == diagnostic.get("rubric_id")), None)
+    if verdict is None:
+        return False
+    if verdict.get("verdict") == "fail":
+        return True
+    return kind == "page_error" and bool(verdict.get("runtime_error")) and (
+        record.get("gate") == "runtime")
+
+
+def _probes(task) -> dict:
+    """{rubric id: probe} of a ``tasks.Task`` or a task dict; {} for None."""
+    if task is None:
+        return {}
+    rubrics = task.get("rubrics", ()) if isinstance(task, dict) else task.rubrics
+    out = {}
+    for r in rubrics:
+        rid, probe = (r.get("id"), r.get("probe")) if isinstance(r, dict) else (r.id, r.probe)
+        out[rid] = probe
+    return out
+
+
+def _region(record: dict) -> Span:
+    ext = record.get("extraction")
+    response = record.get("response") or ""
+    if isinstance(ext, dict) and ext.get("start") is not None:
+        return int(ext["start"]), int(ext.get("end", len(response)))
+    return find_html_region(response)
+
+
+def localize_diagnostics(record: dict, method: str = "grounded", task=None) -> list[dict]:
+    """The record's diagnostics, each localizable one with ``s_dir``, ``s_ctx``,
+    ``evidence`` and ``weighted`` (``counts_for_weights``) added (copies; the record is
+    not changed)."""
+    diagnostics = [dict(d) for d in record.get("diagnostics") or ()]
+    todo = [d for d in diagnostics if d.get("kind") in LOCALIZED_KINDS]
+    if not todo:
+        return diagnostics
+    response = record.get("response") or ""
+    graph = build_graph(response, _region(record)) if record.get("extraction") else None
+    probes = _probes(task)
+    for d in todo:
+        loc = (localize(graph, d, method, probes.get(d.get("rubric_id")))
+               if graph is not None else Localization())
+        d.update(loc.fields())
+        d["weighted"] = counts_for_weights(record, d)
+    return diagnostics
+
+
+def weights_from_spans(ranges: np.ndarray, spans: Sequence[tuple[Sequence, Sequence]],
+                       cfg: WeightConfig = WeightConfig()) -> tuple[np.ndarray, np.ndarray]:
+    """``base_weights`` of tokens from per-diagnostic ``(s_dir, s_ctx)`` character spans.
+
+    Args:
+        ranges: int [T, 2], ``tokens.token_char_ranges`` of the response.
+        spans: One ``(s_dir, s_ctx)`` per counted diagnostic, spans as pairs.
+        cfg: The weights.
+
+    Returns:
+        (w float32 [T], diagnosed bool [T]).
+    """
+    masks = [(span_mask(ranges, np.asarray(list(d), dtype=np.int64).reshape(-1, 2)),
+              span_mask(ranges, np.asarray(list(c), dtype=np.int64).reshape(-1, 2)))
+             for d, c in spans]
+    return base_weights(len(ranges), masks, cfg)
+
+
+def localize_record(record: dict, method: str = "grounded", tokenizer=None,
+                    token_ids: Sequence[int] | None = None, cfg: WeightConfig = WeightConfig(),
+                    task=None) -> dict:
+    """Localizes a scored record and, with a tokenizer, weighs its tokens.
+
+    Args:
+        record: An evaluator output record (``response``, ``diagnostics``, ``extraction``,
+            ``rubrics``; optionally ``token_ids``).
+        method: ``text``, ``grounded`` or ``naive`` (``spans.METHODS``).
+        tokenizer: A byte-level BPE fast tokenizer; None skips the weights.
+        token_ids: The sampled ids [T]; default the record's ``token_ids``, else the
+            tokenizer's encoding of the response.
+        cfg: The weights.
+        task: The record's ``tasks.Task`` (or task dict), optional: its probes let a failed
+            ``assert`` step be traced to the elements it compared.
+
+    Returns:
+        A shallow copy of the record whose localizable diagnostics carry ``s_dir``, ``s_ctx``
+        (lists of ``[start, end]`` response offsets), ``evidence`` and ``weighted``, plus
+        ``localization`` ({"method"}) and, with a tokenizer, ``weights_base`` (list of float,
+        one per token) and ``diagnosed`` (list of bool).
+
+    Raises:
+        KeyError: unknown method. ValueError: the tokens do not decode to the response.
+    """
+    out = dict(record)
+    out["diagnostics"] = localize_diagnostics(record, method, task)
+    out["localization"] = {"method": method}
+    if tokenizer is not None:
+        ids = token_ids if token_ids is not None else record.get("token_ids")
+        ranges = token_char_ranges(record.get("response") or "", tokenizer, ids)
+        counted = [(d["s_dir"], d["s_ctx"]) for d in out["diagnostics"] if d.get("weighted")]
+        w, diagnosed = weights_from_spans(ranges, counted, cfg)
+        out["weights_base"] = w.tolist()
+        out["diagnosed"] = diagnosed.tolist()
+    return out

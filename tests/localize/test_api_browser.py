@@ -1,0 +1,52 @@
+"""End to end: the real evaluator scores a broken counter app (coverage on), then the record
+is localized and weighted."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from evaluators.config import EvalConfig
+from evaluators.localize.api import localize_record
+from evaluators.pool import score_rows_async
+from evaluators.tasks import load_responses, load_tasks
+
+pytestmark = pytest.mark.browser
+EXAMPLES = Path(__file__).resolve().parents[2] / "evaluators" / "examples"
+
+
+def _inside(span, spans) -> bool:
+    return any(s <= span[0] and span[1] <= e for s, e in spans)
+
+
+def test_scored_broken_app_is_localized():
+    tasks = load_tasks(EXAMPLES / "tasks.jsonl")
+    rows = [r for r in load_responses(EXAMPLES / "responses.jsonl", tasks)
+            if r["model"] == "partial: reset and class broken"]
+    cfg = EvalConfig()
+    cfg = dataclasses.replace(cfg, browser=dataclasses.replace(
+        cfg.browser, coverage=True, pages_per_worker=4, load_timeout_ms=20_000,
+        probe_time_limit_ms=20_000))
+    (rec,) = asyncio.run(score_rows_async(rows, tasks, cfg))
+    verdicts = {v["id"]: v["verdict"] for v in rec["rubrics"]}
+    assert verdicts["reset"] == verdicts["positive-class"] == "fail", rec["rubrics"]
+    out = localize_record(rec, task=tasks[rec["task_id"]])
+    response = rec["response"]
+    diags = {d["rubric_id"]: d for d in out["diagnostics"] if d["kind"] == "probe_failure"}
+
+    reset = diags["reset"]  # the reset handler lost its `count = 0;`
+    assert reset["weighted"] and reset["coverage"] is not None
+    handler = response.index("() => {\n  render();\n}")
+    assert _inside((handler, handler + len("() => {\n  render();\n}")), reset["s_dir"])
+    assert any(e["by"] == "coverage" for e in reset["evidence"])
+
+    cls = diags["positive-class"]  # render() no longer toggles the class
+    render = response.index("function render() {")
+    assert _inside((render, response.index("}", render) + 1), cls["s_dir"])
+
+    for d in diags.values():  # every blamed span is inside the app
+        start, end = rec["extraction"]["start"], rec["extraction"]["end"]
+        assert all(start <= s < e <= end for s, e in d["s_dir"] + d["s_ctx"])
