@@ -44,6 +44,42 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_localize(args: argparse.Namespace) -> int:
+    """Scores with execution grounding (JS coverage of failing probes), then localizes."""
+    from tqdm import tqdm
+
+    from evaluators.localize.api import localize_record
+    from evaluators.pool import EvaluatorPool
+    from evaluators.summary import summarize
+
+    try:
+        tasks = load_tasks(args.tasks)
+        rows = load_responses(args.responses, tasks)
+    except (FormatError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    tokenizer = None
+    if args.tokenizer:
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+    cfg = _config(args)
+    cfg = dataclasses.replace(cfg, browser=dataclasses.replace(cfg.browser, coverage=True))
+    t0 = time.perf_counter()
+    records = []
+    with open(args.out, "w", encoding="utf-8") as out:
+        scored = EvaluatorPool(tasks, cfg, workers=args.workers).score(rows)
+        for rec in tqdm(scored, total=len(rows), unit="app", disable=args.quiet):
+            if rec["status"] == "ok":
+                rec = localize_record(rec, method=args.method, tokenizer=tokenizer,
+                                      task=tasks[rec["task_id"]])
+            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            out.flush()
+            records.append(rec)
+    print(summarize(records, time.perf_counter() - t0))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Scores the bundled example set (a counter app and eight responses)."""
     from pathlib import Path
@@ -57,18 +93,26 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m evaluators")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sc = sub.add_parser("score", help="gated reward, verdicts and diagnostics for each response")
-    sc.add_argument("--tasks", required=True, help="tasks.jsonl (shared/specs/task-format.md)")
-    sc.add_argument("--responses", required=True, help="JSON Lines with task_id and response")
-    sc.add_argument("--out", required=True, help="output JSON Lines, one record per response")
-    sc.add_argument("--workers", type=int, default=1, help="browser processes")
-    sc.add_argument("--pages", type=int, default=EvalConfig().browser.pages_per_worker,
-                    help="probes in flight per browser")
-    sc.add_argument("--probe-time-limit-ms", type=int,
-                    default=EvalConfig().browser.probe_time_limit_ms)
-    sc.add_argument("--all-rubrics", action="store_true",
-                    help="run every probe even when a gate failed (the reward stays gated)")
-    sc.add_argument("--quiet", action="store_true", help="no progress bar")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--tasks", required=True, help="tasks.jsonl (shared/specs/task-format.md)")
+    common.add_argument("--responses", required=True, help="JSON Lines with task_id and response")
+    common.add_argument("--out", required=True, help="output JSON Lines, one record per response")
+    common.add_argument("--workers", type=int, default=1, help="browser processes")
+    common.add_argument("--pages", type=int, default=EvalConfig().browser.pages_per_worker,
+                        help="most probes in flight per browser")
+    common.add_argument("--probe-time-limit-ms", type=int,
+                        default=EvalConfig().browser.probe_time_limit_ms)
+    common.add_argument("--all-rubrics", action="store_true",
+                        help="run every probe even when a gate failed (the reward stays gated)")
+    common.add_argument("--quiet", action="store_true", help="no progress bar")
+    sub.add_parser("score", parents=[common],
+                   help="gated reward, verdicts and diagnostics for each response")
+    lo = sub.add_parser("localize", parents=[common], help="score, then localize each "
+                        "diagnostic to response spans and (with --tokenizer) token weights")
+    lo.add_argument("--tokenizer", default=None,
+                    help="a transformers fast tokenizer (name or path): adds weights_base and "
+                         "diagnosed per token, aligned with `token_ids` when a row has them")
+    lo.add_argument("--method", default="grounded", choices=("grounded", "text", "naive"))
     demo = sub.add_parser("demo", help="score the bundled example set and print the table")
     demo.add_argument("--out", default="runs/demo.jsonl")
     args = ap.parse_args(argv)
@@ -76,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         defaults = EvalConfig().browser
         args.workers, args.pages, args.quiet, args.all_rubrics = 1, defaults.pages_per_worker, False, False
         args.probe_time_limit_ms = defaults.probe_time_limit_ms
-    return {"score": cmd_score, "demo": cmd_demo}[args.cmd](args)
+    return {"score": cmd_score, "localize": cmd_localize, "demo": cmd_demo}[args.cmd](args)
 
 
 if __name__ == "__main__":
