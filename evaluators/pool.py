@@ -22,6 +22,10 @@ from evaluators.score import error_record, merge, score_with_retries
 from evaluators.tasks import Task
 
 log = logging.getLogger(__name__)
+HEARTBEAT_S = 5.0
+# A worker whose event loop has not turned for this long is stuck (or its
+# browser start hangs): it is killed and its apps are rescored elsewhere.
+STUCK_S = 180.0
 
 
 def make_mirror(cfg: EvalConfig):
@@ -75,6 +79,15 @@ async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: 
     loop = asyncio.get_running_loop()
     running: set[asyncio.Task] = set()
 
+    async def heartbeat() -> None:
+        # Apps may wait long for CPU admission; the parent judges a worker by
+        # whether its event loop still turns, not by how long an app takes.
+        while True:
+            results.put(("beat", wid, None, None))
+            await asyncio.sleep(HEARTBEAT_S)
+
+    beat = asyncio.create_task(heartbeat())
+
     async def one(idx: int, row: dict) -> None:
         rec = await score_with_retries(worker, tasks.get(row.get("task_id")), row, cfg)
         results.put(("result", wid, idx, rec))
@@ -88,6 +101,7 @@ async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: 
         t.add_done_callback(running.discard)
     if running:
         await asyncio.gather(*running)
+    beat.cancel()
     await worker.close()
 
 
@@ -96,6 +110,7 @@ class _Slot:
     proc: mp.Process
     jobs: mp.Queue
     inflight: dict  # idx -> (row, deadline)
+    last_beat: float = 0.0
 
 
 class EvaluatorPool:
@@ -122,14 +137,16 @@ class EvaluatorPool:
         proc = self._ctx.Process(target=_worker_main, daemon=True,
                                  args=(wid, self.tasks, self.cfg, jobs, self._results))
         proc.start()
-        self._slots[wid] = _Slot(proc, jobs, {})
+        self._slots[wid] = _Slot(proc, jobs, {}, time.monotonic())
 
     def _deadline(self, row: dict) -> float:
+        """A last resort per app (heartbeats catch a stuck worker much sooner)."""
         task = self.tasks.get(row.get("task_id"))
         n = len(task.rubrics) if task else 1
         b = self.cfg.browser
         per_try = (b.load_timeout_ms + b.probe_time_limit_ms * (1 + n)) / 1000 + 60
-        return time.monotonic() + per_try * (self.cfg.retries + 1)
+        # Apps queue for CPU admission behind the worker's other apps.
+        return time.monotonic() + per_try * (self.cfg.retries + 1) * self.per_worker
 
     def score(self, rows: Iterable[dict]) -> Iterator[dict]:
         """Yields one record per row, in input order."""
@@ -144,6 +161,8 @@ class EvaluatorPool:
                 self._dispatch(rows, todo)
                 try:
                     kind, wid, idx, rec = self._results.get(timeout=1.0)
+                    if self._slots[wid] is not None:
+                        self._slots[wid].last_beat = time.monotonic()
                     if kind == "result" and idx in self._slots[wid].inflight:
                         del self._slots[wid].inflight[idx]
                         rec.pop("_rcca_pool_retry", None)
@@ -168,7 +187,8 @@ class EvaluatorPool:
         now = time.monotonic()
         for wid, slot in enumerate(self._slots):
             dead = not slot.proc.is_alive()
-            stuck = any(dl < now for _, dl in slot.inflight.values())
+            overdue = any(dl < now for _, dl in slot.inflight.values())
+            stuck = now - slot.last_beat > STUCK_S or overdue
             if not dead and not stuck:
                 continue
             log.warning("worker %d %s; restarting it", wid, "died" if dead else "stopped answering")
