@@ -98,11 +98,10 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--pages", type=int, default=12)
     ap.add_argument("--tasks-limit", type=int, default=None, help="only the first N tasks")
+    ap.add_argument("--every", type=int, default=1, help="only every N-th task (by id)")
     ap.add_argument("--out", default=None, help="write the scored records here")
     args = ap.parse_args()
-    ids = None
-    if args.tasks_limit:
-        ids = list(load_tasks(DATA / "tasks.jsonl"))[: args.tasks_limit]
+    ids = sorted(load_tasks(DATA / "tasks.jsonl"))[:: args.every][: args.tasks_limit]
     res = run(args.model, ids, args.workers, args.pages)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:

@@ -20,7 +20,8 @@ def _config(args: argparse.Namespace) -> EvalConfig:
                                run_rubrics_after_gate_failure=args.all_rubrics)
 
 
-def cmd_score(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace, cfg: EvalConfig, finish=None) -> int:
+    """Scores the rows of args.responses, passes each record through `finish`, writes them."""
     from tqdm import tqdm
 
     from evaluators.pool import EvaluatorPool
@@ -32,11 +33,13 @@ def cmd_score(args: argparse.Namespace) -> int:
     except (FormatError, OSError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    pool = EvaluatorPool(tasks, _config(args), workers=args.workers)
     t0 = time.perf_counter()
     records = []
     with open(args.out, "w", encoding="utf-8") as out:
-        for rec in tqdm(pool.score(rows), total=len(rows), unit="app", disable=args.quiet):
+        scored = EvaluatorPool(tasks, cfg, workers=args.workers).score(rows)
+        for rec in tqdm(scored, total=len(rows), unit="app", disable=args.quiet):
+            if finish is not None and rec["status"] == "ok":
+                rec = finish(rec, tasks[rec["task_id"]])
             out.write(json.dumps(rec, ensure_ascii=False) + "\n")
             out.flush()
             records.append(rec)
@@ -44,20 +47,14 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_score(args: argparse.Namespace) -> int:
+    return _run(args, _config(args))
+
+
 def cmd_localize(args: argparse.Namespace) -> int:
     """Scores with execution grounding (JS coverage of failing probes), then localizes."""
-    from tqdm import tqdm
-
     from evaluators.localize.api import localize_record
-    from evaluators.pool import EvaluatorPool
-    from evaluators.summary import summarize
 
-    try:
-        tasks = load_tasks(args.tasks)
-        rows = load_responses(args.responses, tasks)
-    except (FormatError, OSError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
     tokenizer = None
     if args.tokenizer:
         from transformers import AutoTokenizer
@@ -65,19 +62,8 @@ def cmd_localize(args: argparse.Namespace) -> int:
         tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
     cfg = _config(args)
     cfg = dataclasses.replace(cfg, browser=dataclasses.replace(cfg.browser, coverage=True))
-    t0 = time.perf_counter()
-    records = []
-    with open(args.out, "w", encoding="utf-8") as out:
-        scored = EvaluatorPool(tasks, cfg, workers=args.workers).score(rows)
-        for rec in tqdm(scored, total=len(rows), unit="app", disable=args.quiet):
-            if rec["status"] == "ok":
-                rec = localize_record(rec, method=args.method, tokenizer=tokenizer,
-                                      task=tasks[rec["task_id"]])
-            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
-            out.flush()
-            records.append(rec)
-    print(summarize(records, time.perf_counter() - t0))
-    return 0
+    return _run(args, cfg, lambda rec, task: localize_record(
+        rec, method=args.method, tokenizer=tokenizer, task=task))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -74,3 +74,24 @@ def test_cli_rejects_a_bad_line_naming_it(tmp_path):
                           cwd=REPO, timeout=120)
     assert proc.returncode == 2
     assert f"{responses}:2: field 'response': missing" in proc.stderr
+
+
+def test_cli_localize_adds_spans(tmp_path):
+    lines = (EXAMPLES / "responses.jsonl").read_text().splitlines()
+    picked = [x for x in lines if json.loads(x)["model"] == "partial: reset and class broken"]
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(picked[0] + "\n")
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "evaluators", "localize",
+                           "--tasks", str(EXAMPLES / "tasks.jsonl"), "--responses", str(responses),
+                           "--out", str(out), "--quiet"], capture_output=True, text=True,
+                          cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    (rec,) = [json.loads(x) for x in out.read_text().splitlines()]
+    reset = next(d for d in rec["diagnostics"]
+                 if d["kind"] == "probe_failure" and d["rubric_id"] == "reset")
+    # Execution grounding ran: the reset handler is in the coverage and in S_dir.
+    assert reset["coverage"]["functions"]
+    handler = "() => {\n  render();\n}"
+    at = rec["response"].index(handler)
+    assert any(s <= at and at + len(handler) <= e for s, e in reset["s_dir"]), reset["s_dir"]
