@@ -75,7 +75,8 @@ class BrowserConfig:
         is hung (an infinite loop). Gate E asks once after settling; while a
         probe runs, a watchdog asks every second and ends the probe (and so
         frees the core the loop burns). Generous, so that a page that is only
-        starved of CPU by its neighbours is never taken for hung.
+        starved of CPU by its neighbours, or busy recomputing a plot after an
+        input, is never taken for hung (5 s misjudged real apps under load).
       probe_time_limit_ms: the whole probe, page load included, like a
         Playwright test's timeout; past it the probe fails as timed out.
       action_timeout_ms: how long actions and readings wait for their element
@@ -102,7 +103,7 @@ class BrowserConfig:
     device: str = "Desktop Chrome"
     load_timeout_ms: int = 30_000
     settle_ms: int = 300
-    hang_timeout_ms: int = 5_000
+    hang_timeout_ms: int = 15_000
     probe_time_limit_ms: int = 30_000
     action_timeout_ms: int | None = None
     dialog_action: str = "dismiss"

@@ -223,8 +223,10 @@ class ProbeRunner:
         if kind in ("visible", "hidden", "enabled", "disabled", "empty"):
             name, args = f"to_be_{kind}", ()
         elif kind == "checked":
-            name, args = "to_be_checked", ()
-            kw["checked"] = bool(step.get("value", True))
+            # "value": false asks for unchecked; with "not" it flips once more.
+            want = bool(step.get("value", True)) != bool(step.get("not"))
+            await getattr(expect(loc), "to_be_checked" if want else "not_to_be_checked")(**kw)
+            return
         elif kind == "count":
             name, args = "to_have_count", (int(self.value(step["value"])),)
         elif kind in ("attribute", "css"):

@@ -58,7 +58,8 @@ EXTRA = {
 }
 CFG = EvalConfig()
 CFG = dataclasses.replace(CFG, browser=dataclasses.replace(
-    CFG.browser, load_timeout_ms=5000, probe_time_limit_ms=12000, pages_per_worker=8))
+    CFG.browser, load_timeout_ms=5000, probe_time_limit_ms=12000, hang_timeout_ms=8000,
+    pages_per_worker=8))
 
 
 @pytest.fixture(scope="module")
@@ -227,3 +228,18 @@ def test_unknown_step_is_an_error_not_a_failure(records):
     assert v["ok"]["verdict"] == "pass"
     # Errors are the probe's fault and cost the response nothing.
     assert rec["reward"] == 1.0 and rec["status"] == "ok"
+
+
+def test_checked_expectations_and_their_negation():
+    html = ("```html\n<html><body><input id=a type=checkbox checked><input id=b type=checkbox>"
+            "</body></html>\n```")
+    steps = [{"expect": "checked", "locator": "#a"}, {"expect": "checked", "locator": "#b", "not": True},
+             {"expect": "checked", "locator": "#b", "value": False},
+             {"expect": "checked", "locator": "#a", "value": False, "not": True}]
+    task = parse_task({"id": "c", "prompt": "p", "rubrics": [
+        {"id": "ok", "text": "x", "kind": "initial", "importance": "core",
+         "probe": {"steps": steps, "timeout_ms": 2000}},
+        {"id": "wrong", "text": "x", "kind": "initial", "importance": "behavior",
+         "probe": {"steps": [{"expect": "checked", "locator": "#b"}], "timeout_ms": 1000}}]})
+    (rec,) = asyncio.run(score_rows_async([{"task_id": "c", "response": html}], {"c": task}, CFG))
+    assert verdicts(rec) == {"ok": "pass", "wrong": "fail"}, rec["rubrics"]
