@@ -10,7 +10,8 @@ Three methods, selected by name in ``METHODS``:
 - ``text``: the code graph and the diagnostic's words only (locators, messages, excerpts),
   as RCCA's rubric-to-code localization.
 - ``grounded`` (default): ``text`` plus execution facts: exception stack frames are exact
-  positions, and precise coverage confirms or narrows the blamed handlers and writers.
+  positions, and precise coverage confirms or narrows the blamed handlers and writers and
+  adds the functions that ran under them.
 - ``naive``: the baseline: whole functions around the code that queries the failing element.
 """
 
@@ -432,6 +433,26 @@ def _binding(c: _Case, b: EventBinding, which: str, what: str) -> None:
     else:
         c.add(which, b.span, why + ": registration")
     c.function(which, b.handler, why)
+    loop = _loop_head(c.g, b.span)
+    if loop is not None:
+        c.add(which, loop, f"loop that binds the handler of {what}")
+
+
+def _loop_head(g: CodeGraph, span: Span) -> Span | None:
+    """``for (...)`` of the innermost ``for`` loop around ``span`` (it picks the elements and
+    values each handler is bound with), or None."""
+    loops = [(s, e) for s, e in g.statements
+             if s < span[0] and span[1] <= e and g.text.startswith("for", s)]
+    if not loops:
+        return None
+    start = max(loops)[0]
+    depth, i = 0, g.text.find("(", start, span[0])
+    while 0 <= i < span[0]:
+        depth += {"(": 1, ")": -1}.get(g.text[i], 0)
+        if depth == 0:
+            return start, i + 1
+        i += 1
+    return None
 
 
 def _actor_handlers(c: _Case, f: _Failure, which: str) -> None:
@@ -509,9 +530,10 @@ def _failed_check(c: _Case, f: _Failure) -> None:
         fns = {b.handler for b in _bindings_for(c.g, f.actors, f.action)} - {None}
         fns |= {t for fi in list(fns) for call in c.g.calls_from(fi) for t in call.targets}
         for w in c.g.element_writes:
-            if not w.elements and w.function in fns and _write_key(w) in keys:
-                c.statement("dir", w.span, f"writes {w.kind} of an unresolved element in the "
-                            f"action's handler (X is {what})", w.function)
+            if w.function in fns and _write_key(w) in keys:
+                c.statement("dir", w.span, f"the action's handler writes {w.kind} of "
+                            f"{_describe(c.g, w.elements, 'an unresolved element')}, not of "
+                            f"{what}", w.function)
         for w in _writes(c.g, f.targets, None):  # the missing update belongs with the others
             c.function("dir", w.function, f"writes {what}, but not what the check reads")
     if f.check in _STYLE_CHECKS or f.check == "action":
@@ -604,6 +626,71 @@ def _dangling_queries(c: _Case, f: _Failure) -> None:
                         f"expects {', '.join(wanted[:2])})", q.function)
 
 
+_ROLE_WORDS = re.compile(r"(?:el|elem|element|node|ref)$")
+
+
+def _misdirected_queries(c: _Case, f: _Failure) -> None:
+    """Lookups stored in a variable named after one element that return another
+    (``const btn2D = document.getElementById('canvas-3d')``), when the variable is named like
+    X or Y or is read by code blamed directly."""
+    g = c.g
+    by_norm: dict[str, int] = {}
+    for e in g.elements:
+        if e.id:
+            by_norm.setdefault(_norm(e.id), e.index)
+    wanted = f.names + f.outer_names + f.actor_names
+    direct = [i.span for i in c.items if i.set == "dir" and i.fn is not None]
+    for q in g.dom_queries:
+        if not q.variable or not q.exact or q.method != "getElementById":
+            continue
+        var = q.variable.split(".")[-1]
+        named = by_norm.get(_norm(var)) or by_norm.get(_ROLE_WORDS.sub("", _norm(var)))
+        if named is None:  # a variable named like an element the probe used
+            named = next((g.element_by_id(n).index for n in wanted
+                          if g.element_by_id(n) is not None and similar_names(var, n)), None)
+        if named is None or named in q.elements:
+            continue
+        pattern = re.compile(r"(?<![\w$.])" + re.escape(var) + r"(?![\w$])")
+        used = any(pattern.search(g.text, s, e) for s, e in direct)
+        if used or g.elements[named].id in wanted:
+            c.statement("dir", q.span, f"{q.variable} is named after #{g.elements[named].id} "
+                        f"but looks up {q.argument!r}", q.function)
+
+
+_FORM_EVENTS = frozenset(("input", "change", "changed"))
+_FORM_TAGS = frozenset(("input", "select", "textarea", "form", "fieldset", "option"))
+
+
+def _stem(ident: str | None) -> str:
+    """``btn`` for ``btn-2A1``: ids of one family differ in their last part."""
+    return re.sub(r"[-_]?[^-_]*$", "", ident or "")
+
+
+def _unbound_actor(c: _Case, f: _Failure) -> None:
+    """Y has no handler while elements like it do: the registrations that should cover it."""
+    g = c.g
+    if not f.actors or not f.action or _bindings_for(g, f.actors, f.action):
+        return
+    events = _ACTION_EVENTS.get(f.action, frozenset())
+    y = g.elements[f.actors[0]]
+    for b in g.event_bindings:  # form events bound on elements that never fire them
+        if (b.event or "").lower() in events & _FORM_EVENTS and b.elements and all(
+                g.elements[i].tag not in _FORM_TAGS for i in b.elements):
+            c.add("dir", b.span, f"binds {b.event} on {_describe(g, b.elements)}, which never "
+                  f"fires it, while {_describe(g, f.actors)} has no handler")
+    for b in g.event_bindings:
+        like = [g.elements[i] for i in b.elements]
+        if b.event and b.event.lower() in events and any(
+                e.tag == y.tag and (e.parent == y.parent or set(e.classes) & set(y.classes)
+                                    or _stem(e.id) == _stem(y.id) != "") for e in like):
+            end = b.handler_span[0] if b.span[0] < b.handler_span[0] < b.span[1] else b.span[1]
+            c.add("dir", (b.span[0], end), f"binds {b.event} on elements like "
+                  f"{_describe(g, f.actors)}, which has no handler")
+            loop = _loop_head(g, b.span)
+            if loop is not None:
+                c.add("dir", loop, f"loop that binds elements like {_describe(g, f.actors)}")
+
+
 def _context(c: _Case) -> None:
     """Callees, call sites and program state of the functions blamed directly."""
     g = c.g
@@ -644,6 +731,8 @@ def _probe_text(c: _Case) -> None:
         _loops(c)
     (_missing_element if f.missing else _failed_check)(c, f)
     _dangling_queries(c, f)
+    _misdirected_queries(c, f)
+    _unbound_actor(c, f)
     if not c.has("dir"):
         _naive_queries(c, f, "fallback: the function looking up the failing element")
     _context(c)
@@ -681,13 +770,20 @@ def ran_functions(g: CodeGraph, coverage: dict | None) -> set[int]:
 
 
 def _ground(c: _Case) -> None:
-    """Adds the writers and handlers that ran on the failing path (coverage) to S_dir, then
-    moves the blamed functions that did not run to S_ctx, unless none of them ran."""
+    """Execution grounding of a probe failure with the functions that ran since load.
+
+    Adds to S_dir the writers of X and the handlers of Y that ran, and the functions they
+    called that ran; then moves the blamed functions that did not run to S_ctx, unless none
+    of them ran. When the action ran no code at all, blames the wiring (``_nothing_ran``).
+    """
     cov = c.d.get("coverage")
-    if not isinstance(cov, dict) or not cov.get("functions"):
+    if not isinstance(cov, dict) or not isinstance(cov.get("functions"), list):
         return
     g, f = c.g, c.failure
     ran = ran_functions(g, cov)
+    if not ran and f.action:
+        _nothing_ran(c)
+        return
     what = _describe(g, f.targets, f.label)
     keys = _write_keys(f)
     writes = _writes(g, f.targets, keys)
@@ -697,25 +793,50 @@ def _ground(c: _Case) -> None:
                        "coverage")
     if not writes and keys is not None and not f.missing:
         for w in g.element_writes:
-            if not w.elements and w.function in ran and _write_key(w) in keys:
-                c.statement("dir", w.span, f"ran before the failure and writes {w.kind} of an "
-                            f"element the graph cannot resolve (X is {what})", w.function,
-                            "coverage")
+            if w.function in ran and _write_key(w) in keys:
+                c.statement("dir", w.span, f"ran before the failure and writes {w.kind} of "
+                            f"{_describe(g, w.elements, 'an unresolved element')}, not of "
+                            f"{what}", w.function, "coverage")
     actor = _describe(g, f.actors, f.actor_label)
     bindings = _bindings_for(g, f.actors, f.action)
     if not bindings and f.action:  # Y unresolved (made by script): handlers that fit the action
         events = _ACTION_EVENTS.get(f.action, frozenset())
-        bindings = [b for b in g.event_bindings if b.event and b.event.lower() in events]
+        bindings = [b for b in g.event_bindings if b.event and b.event.lower() in events
+                    and not b.global_target]
     for b in bindings:
         if b.handler in ran:
             c.function("dir", b.handler, f"ran before the failure, bound to {b.target_text[:40]} "
                        f"for the action on {actor}", "coverage")
+    for fi in sorted({i.fn for i in c.items if i.set == "dir" and i.fn in ran}):
+        for call in g.calls_from(fi):
+            for t in call.targets:
+                if t in ran and t != fi:
+                    c.function("dir", t, f"ran before the failure, called by "
+                               f"{g.functions[fi].qualname or 'a blamed function'}", "coverage")
     direct = [i for i in c.items if i.set == "dir" and i.fn is not None]
     if any(i.fn in ran for i in direct):
         for i in direct:
             if i.fn not in ran:
                 i.set, i.by = "ctx", "coverage"
                 i.why += "; did not run before the failure"
+
+
+def _nothing_ran(c: _Case) -> None:
+    """An action ran no code at all: its handler was never bound, so blame the wiring (the
+    registrations and the start-up code that should have made them), not the handlers."""
+    for i in c.items:
+        if i.set == "dir" and i.fn is not None:
+            i.set, i.by = "ctx", "coverage"
+            i.why += "; no code ran after the action"
+    for b in c.g.event_bindings:
+        if b.global_target and (b.event or "").lower() in ("load", "domcontentloaded"):
+            named = re.fullmatch(r"[\w$.]+", b.handler_text)
+            c.add("dir", b.span if named else (b.span[0], b.handler_span[0]),
+                  f"start-up binding ({b.target_text} '{b.event}'): nothing ran after the "
+                  "action, so the handlers may never have been bound", "coverage")
+    for fn in c.g.functions:
+        if fn.name in ("setup", "init", "main") and fn.parent is None:
+            c.function("ctx", fn.index, "start-up function", "coverage")
 
 
 def _probe_grounded(c: _Case) -> None:
@@ -764,6 +885,12 @@ def _null_sources(c: _Case, stmt: Span, by: str) -> None:
                                                + r"(?![\w$])", code)):
             c.statement("dir", q.span, f"query for {q.selector or q.argument!r} finds no "
                         "element: the null the statement reads", q.function, by)
+    for v in c.g.state_vars:  # or program state that was never (or wrongly) set
+        if "." not in v.name and any(stmt[0] <= a < stmt[1] for a, _ in v.reads):
+            c.add("ctx", v.decl, f"declares {v.name}, read by the failing statement", by)
+            for w in v.writes:
+                c.statement("ctx", w, f"writes {v.name}, read by the failing statement", None,
+                            by)
 
 
 def _named_in_message(c: _Case, by: str) -> None:
@@ -771,6 +898,11 @@ def _named_in_message(c: _Case, by: str) -> None:
     m = _NAME_IN_MESSAGE.search(str(c.d.get("message", "")))
     if not m:
         return
+    root = m.group(1).split(".")[0]
+    for q in c.g.dom_queries:  # `canvas.getContext is not a function`: the wrong element
+        if q.variable and q.variable.split(".")[-1] == root and "." in m.group(1):
+            c.statement("dir", q.span, f"{q.variable} holds the element looked up here, "
+                        f"which lacks what the code calls on it", q.function, by)
     name = m.group(1).split(".")[-1]
     for fn in c.g.functions:
         if fn.name and fn.name != name and similar_names(fn.name, name):

@@ -305,3 +305,128 @@ def test_span_helpers():
     assert similar_names("score-display", "scoreDisplay")
     assert similar_names("resetBtn", "reset-btn")
     assert not similar_names("speed", "output")
+
+
+WIRED = """<button id="b1">1</button><button id="b2">2</button><span id="n">0</span>
+<script>
+let n = 0;
+function show() { document.getElementById('n').textContent = n; }
+function init() {
+  for (let i = 1; i <= 2; i++) {
+    document.getElementById('b' + i).addEventListener('click', () => { n = i; show(); });
+  }
+}
+window.addEventListener('load', init);
+</script>"""
+
+
+def test_loop_that_binds_handlers_is_blamed_with_them():
+    g = build_graph(WIRED)
+    diag = probe_failure({"expect": "text", "locator": "#n", "value": "2"},
+                         {"do": "click", "locator": "#b2"})
+    loc = localize(g, diag, "text")
+    handler = span("() => { n = i; show(); }", text=WIRED)
+    assert loc.s_dir == tuple(merge_spans([
+        span("for (let i = 1; i <= 2; i++)", text=WIRED),
+        span("document.getElementById('b' + i).addEventListener('click', "
+             "() => { n = i; show(); })", text=WIRED),
+        span("document.getElementById('n').textContent = n;", text=WIRED)]))
+    assert handler[0] > loc.s_dir[0][0]
+
+
+def test_no_code_ran_after_the_action_blames_the_wiring():
+    g = build_graph(WIRED)
+    diag = probe_failure({"expect": "text", "locator": "#n", "value": "2"},
+                         {"do": "click", "locator": "#b2"}, coverage={"functions": []})
+    loc = localize(g, diag, "grounded")
+    assert span("window.addEventListener('load', init)", text=WIRED) in loc.s_dir
+    write = span("document.getElementById('n').textContent = n;", text=WIRED)
+    assert not any(s <= write[0] < e for s, e in loc.s_dir)  # it did not run: context
+    assert any(s <= write[0] < e for s, e in loc.s_ctx)
+    init = g.functions_named("init")[0].span
+    assert any(e["span"] == list(init) and e["set"] == "ctx" for e in loc.evidence)
+
+
+def test_undefined_read_points_at_the_state_it_reads():
+    text = ("<script>\nlet items = [];\nfunction fill() { items = [1]; }\n"
+            "function use() { return items[0].x; }\n</script>")
+    at = text.index("return items")
+    diag = {"kind": "page_error", "message": "uncaught TypeError: Cannot read properties of "
+            "undefined (reading 'x')", "frames": [{"in_app": True, "offset": at}]}
+    loc = localize(build_graph(text), diag)
+    assert loc.s_dir == (span("return items[0].x;", text=text),)
+    assert span("items = []", text=text) in loc.s_ctx
+    assert span("items = [1];", text=text) in loc.s_ctx
+
+
+SWAPPED = """<div class="bar"><button id="btn-a">A</button><button id="btn-b">B</button>
+<button id="btn-c">C</button></div><span id="out"></span>
+<script>
+const out = document.getElementById('out');
+const btnA = document.getElementById('btn-b');
+btnA.addEventListener('click', () => { out.textContent = 'A'; });
+document.getElementById('btn-c').addEventListener('click', () => { out.textContent = 'C'; });
+</script>"""
+
+
+def test_lookup_named_after_one_element_returning_another():
+    g = build_graph(SWAPPED)
+    diag = probe_failure({"expect": "text", "locator": "#out", "value": "A"},
+                         {"do": "click", "locator": "#btn-a"})
+    loc = localize(g, diag, "text")
+    query = span("const btnA = document.getElementById('btn-b');", text=SWAPPED)
+    assert query in loc.s_dir
+    whys = {e["why"] for e in loc.evidence if e["set"] == "dir"}
+    assert "btnA is named after #btn-a but looks up 'btn-b'" in whys
+    # #btn-a has no handler while its siblings have: their registrations are blamed.
+    assert span("document.getElementById('btn-c').addEventListener('click', ",
+                text=SWAPPED) in loc.s_dir
+    assert "binds click on elements like #btn-a, which has no handler" in whys
+
+
+def test_type_error_names_the_variable_holding_the_wrong_element():
+    text = ("<span id='s'></span><canvas id='c'></canvas><script>\n"
+            "const canvas = document.getElementById('s');\n"
+            "const ctx = canvas.getContext('2d');\n</script>")
+    diag = {"kind": "page_error", "message": "uncaught TypeError: canvas.getContext is not a "
+            "function", "frames": [{"in_app": True, "offset": text.index("canvas.getContext")}]}
+    loc = localize(build_graph(text), diag)
+    assert loc.s_dir == tuple(merge_spans([
+        span("const canvas = document.getElementById('s');", text=text),
+        span("const ctx = canvas.getContext('2d');", text=text)]))
+
+
+def test_form_event_bound_on_an_element_that_never_fires_it():
+    text = ("<input id='speed' type='range'><p id='out'></p><script>\n"
+            "const out = document.getElementById('out');\n"
+            "document.getElementById('out').addEventListener('input', () => { out.textContent = 1; "
+            "});\n</script>")
+    diag = probe_failure({"expect": "text", "locator": "#out", "value": "1"},
+                         {"do": "fill", "locator": "#speed", "value": "3"})
+    loc = localize(build_graph(text), diag, "text")
+    binding = text.index("document.getElementById('out').addEventListener")
+    assert any(s <= binding < e for s, e in loc.s_dir)
+    assert any("never fires it" in e["why"] for e in loc.evidence)
+
+
+CALC = """<button id="go">Go</button><span id="out"></span>
+<script>
+const out = document.getElementById('out');
+function calc(x) { return x * 3; }
+function onGo() { out.textContent = calc(2); }
+document.getElementById('go').addEventListener('click', onGo);
+</script>"""
+
+
+def test_functions_that_ran_under_a_blamed_handler_join_the_direct_set():
+    g = build_graph(CALC)
+    calc, on_go = g.functions_named("calc")[0].span, g.functions_named("onGo")[0].span
+    diag = probe_failure({"expect": "text", "locator": "#out", "value": "6"},
+                         {"do": "click", "locator": "#go"})
+    assert calc in localize(g, diag, "text").s_ctx  # a callee: context for the text method
+    ran = {"functions": [{"name": n, "start": s, "end": e, "count": 1}
+                         for n, (s, e) in (("calc", calc), ("onGo", on_go))]}
+    grounded = localize(g, {**diag, "coverage": ran}, "grounded")
+    assert calc in grounded.s_dir
+    assert any(e["by"] == "coverage" and e["why"] == "ran before the failure, called by onGo"
+               for e in grounded.evidence)

@@ -1,0 +1,449 @@
+"""Fault-injection benchmark of rubric-to-code localization (issue 3).
+
+Takes recorded InteractScience answers whose probes all pass, injects one fault at a time with
+tree-sitter (a wrong handler in a binding, a wrong id in a DOM query, a swapped operator, a
+changed constant, a removed state update, a changed CSS value), scores every mutant with the
+evaluator (precise coverage on), keeps the mutants some probe catches, localizes them with each
+method and reports, per fault kind:
+
+- hit@dir: the mutated span lies inside S_dir (the union over the diagnostics that count);
+- hit@dir+ctx: inside S_dir ∪ S_ctx;
+- prec: S_dir precision, mutated characters / S_dir characters (0 when S_dir is empty);
+- dir%: S_dir characters / app characters;
+- w-ratio: share of the total base weight on the faulty tokens, divided by their share under
+  uniform weights (GRPO), tokens from a byte-level BPE trained here on the answers;
+- w-oracle: the same if every counted diagnostic blamed exactly the faulty tokens (the most
+  the weights allow: ``direct`` for one diagnostic, ``cap`` for several).
+
+Scored records are cached under ``runs/localization/`` (keyed by task and response text), so
+a second run only localizes. Mutants whose every failure is a hang or time-out are dropped:
+on a loaded machine those are more often the machine's than the fault's.
+
+Run:
+  python benchmarks/localization.py [--models gemini-2.5-pro claude-sonnet-4-20250514]
+      [--tasks 40] [--per-kind 1] [--seeds 0 1] [--limit N] [--pages 3] [--fresh]
+
+Targets (default method ``grounded``): hit@dir >= 70%, hit@dir+ctx >= 90%, w-ratio >= 3.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import hashlib
+import json
+import random
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import tree_sitter
+import tree_sitter_javascript
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from evaluators.config import EvalConfig  # noqa: E402
+from evaluators.localize.api import localize_record, weights_from_spans  # noqa: E402
+from evaluators.localize.graph import CodeGraph, build_graph  # noqa: E402
+from evaluators.localize.spans import METHODS, merge_spans  # noqa: E402
+from evaluators.localize.tokens import span_mask, token_char_ranges  # noqa: E402
+from evaluators.pool import score_rows_async  # noqa: E402
+from evaluators.summary import table  # noqa: E402
+from evaluators.tasks import Task, load_responses, load_tasks  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data" / "interactscience"
+CACHE = REPO / "runs" / "localization"
+MODELS = ("gemini-2.5-pro", "claude-sonnet-4-20250514", "gpt-4o")
+_JS = tree_sitter.Language(tree_sitter_javascript.language())
+_SWAP = {"+": "-", "-": "+", "*": "/", "/": "*", "<": ">", ">": "<", "<=": ">=", ">=": "<=",
+         "===": "!==", "!==": "===", "==": "!=", "!=": "==", "&&": "||", "||": "&&"}
+_HANG = re.compile(r"stopped answering|timed out|did not load|renderer crashed")
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchConfig:
+    """What the benchmark runs.
+
+    Attributes:
+        models: Answer files to draw from. tasks: the first N tasks of each.
+        per_kind: Mutants drawn per fault kind and response. limit: at most this many
+            mutants per seed.
+        pages: Browser pages in flight. seeds: mutant samplings, one batch each (a later
+            seed's batch can serve as a held-out set). fresh: ignore the cache.
+    """
+
+    models: tuple[str, ...] = MODELS[:2]
+    tasks: int = 40
+    per_kind: int = 1
+    limit: int | None = None
+    pages: int = 3
+    seeds: tuple[int, ...] = (0,)
+    fresh: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutation:
+    """Replaces ``response[start:end]`` with ``new``: the fault is ``[start, start + len(new))``."""
+
+    kind: str
+    start: int
+    end: int
+    new: str
+
+    def apply(self, response: str) -> str:
+        return response[:self.start] + self.new + response[self.end:]
+
+    @property
+    def fault(self) -> tuple[int, int]:
+        return self.start, self.start + len(self.new)
+
+
+# -- fault sites --------------------------------------------------------------------------------
+
+def _js_nodes(g: CodeGraph, types: frozenset[str]) -> list[tuple[object, int, bytes]]:
+    """Nodes of the given types in every script: (node, char offset of the script, its bytes)."""
+    out = []
+    parser = tree_sitter.Parser(_JS)
+    for script in g.scripts:
+        data = g.text[script.span[0]:script.span[1]].encode("utf-8")
+        stack = [parser.parse(data).root_node]
+        while stack:
+            node = stack.pop()
+            if node.type in types:
+                out.append((node, script.span[0], data))
+            stack.extend(node.children)
+    return out
+
+
+def _char(base: int, data: bytes, byte: int) -> int:
+    return base + len(data[:byte].decode("utf-8", "ignore"))
+
+
+def _operator_sites(g: CodeGraph, rng: random.Random) -> list[Mutation]:
+    out = []
+    for node, base, data in _js_nodes(g, frozenset(("binary_expression",))):
+        op = node.child_by_field_name("operator")
+        sides = (node.child_by_field_name("left"), node.child_by_field_name("right"))
+        if op is None or op.type not in _SWAP or any(
+                s is not None and s.type in ("string", "template_string") for s in sides):
+            continue
+        start = _char(base, data, op.start_byte)
+        if g.enclosing_function(start) is not None:
+            out.append(Mutation("operator", start, start + len(op.type), _SWAP[op.type]))
+    return out
+
+
+def _constant_sites(g: CodeGraph, rng: random.Random) -> list[Mutation]:
+    out = []
+    for node, base, data in _js_nodes(g, frozenset(("number",))):
+        text = data[node.start_byte:node.end_byte].decode()
+        try:
+            value = float(text)
+        except ValueError:
+            continue
+        new = str(int(value) + 1) if value.is_integer() else f"{value * 2 + 0.5:g}"
+        start = _char(base, data, node.start_byte)
+        out.append(Mutation("constant", start, start + len(text), new))
+    return out
+
+
+def _state_sites(g: CodeGraph, rng: random.Random) -> list[Mutation]:
+    out = []
+    for v in g.state_vars:
+        for s, e in v.writes:
+            stmt = g.enclosing_statement(s)
+            if stmt is None or g.enclosing_function(s) is None:
+                continue
+            if g.text[stmt[0]:stmt[1]].rstrip().rstrip(";").strip() == g.text[s:e]:
+                out.append(Mutation("state_update", s, e, "void 0"))
+    return out
+
+
+def _handler_sites(g: CodeGraph, rng: random.Random) -> list[Mutation]:
+    """Named handlers of listeners and ``on*`` properties, and the call in ``on*`` attributes."""
+    names = sorted({f.name for f in g.functions
+                    if f.kind == "declaration" and f.parent is None and f.name})
+    out = []
+    for b in g.event_bindings:
+        start = b.handler_span[0]
+        m = re.match(r"\s*([A-Za-z_$][\w$]*)\s*\(" if b.kind == "attribute"
+                     else r"([A-Za-z_$][\w$]*)$", b.handler_text)
+        if m is None or (b.kind == "attribute" and m.group(1) not in names):
+            continue
+        others = [n for n in names if n != m.group(1)]
+        if others:
+            out.append(Mutation("handler", start + m.start(1), start + m.end(1),
+                                rng.choice(others)))
+    return out
+
+
+def _query_sites(g: CodeGraph, rng: random.Random) -> list[Mutation]:
+    ids = sorted({e.id for e in g.elements if e.id and re.fullmatch(r"[-\w]+", e.id)})
+    out = []
+    for q in g.dom_queries:
+        arg = q.argument or ""
+        if q.method == "getElementById":
+            ident = arg
+        elif q.method == "querySelector" and re.fullmatch(r"#[-\w]+", arg):
+            ident = arg[1:]
+        else:
+            continue
+        at = g.text.find(ident, q.span[0] + len(q.method), q.span[1])
+        others = [i for i in ids if i != ident]
+        if at >= 0 and ident and others:
+            out.append(Mutation("query_id", at, at + len(ident), rng.choice(others)))
+    return out
+
+
+def _css_value(prop: str, value: str) -> str | None:
+    if prop == "display":
+        return "block" if value == "none" else "none"
+    if prop == "visibility":
+        return "visible" if value == "hidden" else "hidden"
+    if prop.endswith("color") and re.fullmatch(r"#[0-9a-fA-F]{3,8}|[a-z]+", value):
+        return "#777777"
+    m = _NUMBER.search(value)
+    if m and not value.startswith("#"):
+        number = float(m.group())
+        new = f"{number * 2 + 1:g}"
+        return value[:m.start()] + new + value[m.end():]
+    return None
+
+
+def _css_sites(g: CodeGraph, rng: random.Random) -> list[Mutation]:
+    out = []
+    for rule in g.css_rules:
+        for d in rule.declarations:
+            text = g.text[d.span[0]:d.span[1]]
+            m = re.match(r"[^:]*:\s*(.*?)\s*;?\s*$", text, re.S)
+            if not m or not m.group(1):
+                continue
+            new = _css_value(d.property.lower(), m.group(1))
+            if new is not None and new != m.group(1):
+                start = d.span[0] + m.start(1)
+                out.append(Mutation("css_value", start, start + len(m.group(1)), new))
+    return out
+
+
+FAULTS: dict[str, Callable[[CodeGraph, random.Random], list[Mutation]]] = {
+    "handler": _handler_sites, "query_id": _query_sites, "operator": _operator_sites,
+    "constant": _constant_sites, "state_update": _state_sites, "css_value": _css_sites,
+}
+
+
+def make_mutants(records: list[dict], cfg: BenchConfig) -> list[dict]:
+    """Rows to score: per seed, ``per_kind`` random faults of each kind per passing record."""
+    return [row for seed in cfg.seeds for row in _mutants(records, cfg, seed)]
+
+
+def _mutants(records: list[dict], cfg: BenchConfig, seed: int) -> list[dict]:
+    rng = random.Random(seed)
+    rows = []
+    for rec in records:
+        ext = rec["extraction"]
+        g = build_graph(rec["response"], (ext["start"], ext["end"]))
+        for kind, sites in FAULTS.items():
+            found = sites(g, rng)
+            for m in rng.sample(found, min(cfg.per_kind, len(found))):
+                rows.append({"task_id": rec["task_id"], "model": rec["model"],
+                             "response": m.apply(rec["response"]),
+                             "mutation": dataclasses.asdict(m), "seed": seed})
+    rng.shuffle(rows)
+    return rows[:cfg.limit] if cfg.limit else rows
+
+
+# -- scoring ----------------------------------------------------------------------------------
+
+def _key(row: dict) -> str:
+    return hashlib.sha1(f"{row['task_id']}\0{row['response']}".encode()).hexdigest()
+
+
+def score_cached(rows: list[dict], tasks: dict[str, Task], cfg: BenchConfig) -> list[dict]:
+    """Evaluator records of ``rows`` (coverage on), from the cache when already scored."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / "scored.jsonl"
+    cached: dict[str, dict] = {}
+    if path.exists() and not cfg.fresh:
+        with path.open(encoding="utf-8") as f:
+            for line in f:
+                rec = json.loads(line)
+                cached[rec["_key"]] = rec
+    todo = [r for r in rows if _key(r) not in cached]
+    if todo:
+        ev = EvalConfig()
+        # Generous limits: the benchmark shares two cores with other jobs, and a page that is
+        # only slow must not pass for a mutant that hangs.
+        ev = dataclasses.replace(ev, browser=dataclasses.replace(
+            ev.browser, coverage=True, pages_per_worker=cfg.pages, hang_timeout_ms=20_000,
+            load_timeout_ms=60_000, probe_time_limit_ms=60_000))
+        with path.open("a", encoding="utf-8") as out:
+            def save(_: int, rec: dict) -> None:
+                rec["_key"] = _key(rec)
+                out.write(json.dumps(rec) + "\n")
+                out.flush()
+                cached[rec["_key"]] = rec
+
+            t0 = time.perf_counter()
+            asyncio.run(score_rows_async(todo, tasks, ev, on_result=save))
+            print(f"scored {len(todo)} responses in {time.perf_counter() - t0:.0f} s",
+                  file=sys.stderr)
+    return [{**cached[_key(r)], **{k: v for k, v in r.items() if k != "response"}}
+            for r in rows]
+
+
+def all_pass(rec: dict) -> bool:
+    probed = [r for r in rec.get("rubrics", ()) if r["verdict"] != "unjudged"]
+    return (rec.get("status") == "ok" and rec.get("gate") is None and bool(probed)
+            and all(r["verdict"] == "pass" for r in probed))
+
+
+def caught(rec: dict) -> bool:
+    """Some probe or gate failed, for a reason other than a hang or a time-out."""
+    if rec.get("status") != "ok" or all_pass(rec):
+        return False
+    reasons = [d.get("message", "") for d in rec["diagnostics"]
+               if d["kind"] in ("probe_failure", "runtime_failure", "page_error", "syntax_error")]
+    return any(not _HANG.search(m) for m in reasons)
+
+
+# -- metrics ----------------------------------------------------------------------------------
+
+def train_tokenizer(texts: list[str]):
+    """A byte-level BPE (8k merges) trained on the answers: realistic token lengths offline."""
+    import tokenizers
+    import transformers
+
+    tok = tokenizers.Tokenizer(tokenizers.models.BPE())
+    tok.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = tokenizers.decoders.ByteLevel()
+    trainer = tokenizers.trainers.BpeTrainer(
+        vocab_size=8192, initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False)
+    tok.train_from_iterator(texts, trainer)
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=tok)
+
+
+def _inside(span: tuple[int, int], spans: list[tuple[int, int]]) -> bool:
+    return any(s <= span[0] and span[1] <= e for s, e in spans)
+
+
+def _overlap(span: tuple[int, int], spans: list[tuple[int, int]]) -> int:
+    return sum(max(0, min(span[1], e) - max(span[0], s)) for s, e in spans)
+
+
+def measure(rec: dict, task: Task, method: str, ranges: np.ndarray) -> dict:
+    """hit@dir, hit@dir+ctx, precision, dir share and weight ratio of one localized mutant."""
+    out = localize_record(rec, method, task=task)
+    counted = [d for d in out["diagnostics"] if d.get("weighted")]
+    s_dir = merge_spans(tuple(s) for d in counted for s in d["s_dir"])
+    s_all = merge_spans([*s_dir, *(tuple(s) for d in counted for s in d["s_ctx"])])
+    fault = tuple(Mutation(**rec["mutation"]).fault)
+    dir_chars = sum(e - s for s, e in s_dir)
+    w, _ = weights_from_spans(ranges, [(d["s_dir"], d["s_ctx"]) for d in counted])
+    faulty = span_mask(ranges, [fault])
+    ratio = (w[faulty].sum() / w.sum()) / (faulty.sum() / len(w)) if faulty.any() else 1.0
+    # The same diagnostics blaming exactly the faulty tokens: the most the weights can give.
+    best, _ = weights_from_spans(ranges, [([fault], []) for _ in counted])
+    oracle = (best[faulty].sum() / best.sum()) / (faulty.sum() / len(w)) if faulty.any() else 1.0
+    ext = rec["extraction"]
+    return {"hit_dir": _inside(fault, s_dir), "hit_all": _inside(fault, s_all),
+            "precision": _overlap(fault, s_dir) / dir_chars if dir_chars else 0.0,
+            "dir_share": dir_chars / max(1, ext["end"] - ext["start"]), "ratio": float(ratio),
+            "oracle": float(oracle)}
+
+
+def evaluate(mutants: list[dict], tasks: dict[str, Task], tok) -> list[list]:
+    """Table rows: per fault kind, all, and all per seed (with several), per method, the
+    means of ``measure``."""
+    per: dict[tuple[str, str], list[dict]] = {}
+    seeds = sorted({rec.get("seed", 0) for rec in mutants})
+    for rec in mutants:
+        ranges = token_char_ranges(rec["response"], tok)
+        groups = [rec["mutation"]["kind"], "ALL"]
+        groups += [f"ALL seed {rec.get('seed', 0)}"] if len(seeds) > 1 else []
+        for method in METHODS:
+            m = measure(rec, tasks[rec["task_id"]], method, ranges)
+            for group in groups:
+                per.setdefault((group, method), []).append(m)
+    rows = []
+    for kind in [*FAULTS, "ALL", *(f"ALL seed {s}" for s in seeds)]:
+        for method in ("naive", "text", "grounded"):
+            ms = per.get((kind, method))
+            if not ms:
+                continue
+            mean = {k: statistics.fmean(float(m[k]) for m in ms) for k in ms[0]}
+            rows.append([kind, method, len(ms), f"{mean['hit_dir']:.0%}",
+                         f"{mean['hit_all']:.0%}", f"{mean['precision']:.3f}",
+                         f"{mean['dir_share']:.0%}", f"{mean['ratio']:.2f}x",
+                         f"{mean['oracle']:.2f}x"])
+    return rows
+
+
+def speed(records: list[dict], tasks: dict[str, Task], tok) -> tuple[float, float, int]:
+    """Median CPU ms of localize + weights (grounded) per record: all, and those of 15-25 KB."""
+    times = []
+    for rec in records:
+        localize_record(rec, tokenizer=tok, task=tasks[rec["task_id"]])  # warm the id cache
+        t0 = time.process_time()
+        localize_record(rec, tokenizer=tok, task=tasks[rec["task_id"]])
+        times.append((len(rec["response"]), (time.process_time() - t0) * 1000))
+    sized = [t for n, t in times if 15_000 <= n <= 25_000]
+    return (statistics.median(t for _, t in times) if times else float("nan"),
+            statistics.median(sized) if sized else float("nan"), len(sized))
+
+
+def run(cfg: BenchConfig) -> None:
+    t0 = time.perf_counter()
+    tasks = load_tasks(DATA / "tasks.jsonl")
+    first = set(list(tasks)[:cfg.tasks])
+    rows = [r for m in cfg.models for r in load_responses(DATA / "answers" / f"{m}.jsonl", tasks)
+            if r["task_id"] in first]
+    originals = score_cached(rows, tasks, cfg)
+    passing = [r for r in originals if all_pass(r)]
+    print(f"{len(passing)} of {len(originals)} answers pass every probe", file=sys.stderr)
+    mutants = score_cached(make_mutants(passing, cfg), tasks, cfg)
+    kept = [m for m in mutants if caught(m)]
+    hangs = sum(1 for m in mutants if not all_pass(m) and not caught(m))
+    tok = train_tokenizer([r["response"] for r in originals])
+    rows = evaluate(kept, tasks, tok)
+    print(f"\nLocalization on injected faults: {len(passing)} passing answers of "
+          f"{', '.join(cfg.models)} (first {cfg.tasks} tasks), {len(mutants)} mutants, "
+          f"{len(kept)} caught by a probe ({hangs} caught only by hangs/time-outs, dropped)\n")
+    print(table(["fault", "method", "n", "hit@dir", "hit@dir+ctx", "prec", "dir%", "w-ratio",
+                 "w-oracle"], rows))
+    by_kind = {}
+    for m in mutants:
+        k = m["mutation"]["kind"]
+        by_kind.setdefault(k, [0, 0])[0] += 1
+        by_kind[k][1] += caught(m)
+    print("\nmutants caught / made: " + ", ".join(f"{k} {c}/{n}" for k, (n, c) in
+                                                  by_kind.items()))
+    med, med20, n20 = speed(kept, tasks, tok)
+    print(f"speed (grounded, CPU time): median {med:.1f} ms per record, {med20:.1f} ms for the "
+          f"{n20} records of 15-25 KB")
+    print(f"total {time.perf_counter() - t0:.0f} s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--models", nargs="+", default=list(BenchConfig.models))
+    ap.add_argument("--tasks", type=int, default=BenchConfig.tasks)
+    ap.add_argument("--per-kind", type=int, default=BenchConfig.per_kind)
+    ap.add_argument("--limit", type=int, default=None, help="at most N mutants per seed")
+    ap.add_argument("--pages", type=int, default=BenchConfig.pages)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
+    ap.add_argument("--fresh", action="store_true", help="ignore the score cache")
+    a = ap.parse_args()
+    run(BenchConfig(tuple(a.models), a.tasks, a.per_kind, a.limit, a.pages, tuple(a.seeds),
+                    a.fresh))
+
+
+if __name__ == "__main__":
+    main()
