@@ -96,7 +96,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=MODEL)
     ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--pages", type=int, default=12)
+    ap.add_argument("--pages", type=int, default=4)
     ap.add_argument("--tasks-limit", type=int, default=None, help="only the first N tasks")
     ap.add_argument("--every", type=int, default=1, help="only every N-th task (by id)")
     ap.add_argument("--out", default=None, help="write the scored records here")

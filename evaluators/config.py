@@ -107,7 +107,7 @@ class BrowserConfig:
     probe_time_limit_ms: int = 30_000
     action_timeout_ms: int | None = None
     dialog_action: str = "dismiss"
-    pages_per_worker: int = 8
+    pages_per_worker: int = 4
     admit_cpu_busy: float = 0.85
     min_pages: int = 2
     cdn_root: str | None = None
