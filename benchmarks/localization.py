@@ -24,6 +24,10 @@ Run:
       [--tasks 40] [--per-kind 1] [--seeds 0 1] [--limit N] [--pages 3] [--fresh]
 
 Targets (default method ``grounded``): hit@dir >= 70%, hit@dir+ctx >= 90%, w-ratio >= 3.
+With the default ``WeightConfig`` a single diagnostic cannot give more than 3x (``direct``)
+and several no more than 4x (``cap``): w-oracle shows the bound for the same diagnostics.
+Several seeds (``--seeds 0 1``) also print the ALL rows per seed, so that a seed whose mutants
+were never looked at while writing the rules serves as a held-out set.
 """
 
 from __future__ import annotations
