@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 from pathlib import Path
 
 import pytest
@@ -189,7 +188,7 @@ def test_navigation_away_is_blocked(records):
     assert nav and nav[0]["url"] == "https://example.com/"
 
 
-def test_file_urls_cannot_be_read(records, monkeypatch):
+def test_file_urls_cannot_be_read(records):
     rec = records["reads a local file"]
     assert rec["rubrics"][0]["verdict"] == "pass"
     assert rec["reward"] == 1.0
