@@ -13,15 +13,28 @@ EVALUATOR = [
     "numpy>=1.26",
 ]
 LOCALIZE = ["tokenizers==0.23.3", "transformers==5.23.0"]
-DEV = ["pytest==9.0.3", "pytest-timeout==2.4.0"]
+# The accelerator side (rcca_jax). Code also runs on newer JAX; these are the tested pins.
+JAX = ["jax==0.10.2", "flax==0.12.8", "optax==0.2.8", "ml-collections==1.1.0", "numpy>=1.26",
+       "orbax-checkpoint==0.12.8", "tensorboardX==2.6.4", "tensorflow-datasets==4.9.10",
+       "grain==0.2.18", "array-record==0.8.6", "importlib_resources==7.1.0", "absl-py>=2.1"]
+RAY = ["ray==2.60.0"]
+# Parity tests against the transformers reference. Install the CPU build of torch first
+# (scripts/setup.sh does): a plain `pip install torch` on Linux pulls a CUDA build.
+DEV = ["pytest==9.0.3", "pytest-timeout==2.4.0", "torch==2.13.0"]
 
 setup(
     name="rcca",
     version="0.1.0",
     description="Rubric-to-Code Credit Assignment: RL for interactive web apps",
     python_requires=">=3.11",
-    packages=find_packages(include=["evaluators", "evaluators.*"]),
+    packages=find_packages(include=["evaluators", "evaluators.*", "rcca_jax", "rcca_jax.*"]),
     package_data={"evaluators": ["cdn_packages.json", "schema/*.json", "examples/*.jsonl"]},
     install_requires=EVALUATOR,
-    extras_require={"localize": LOCALIZE, "dev": DEV + LOCALIZE},
+    extras_require={
+        "localize": LOCALIZE,
+        "jax": JAX,
+        "tpu": JAX + ["jax[tpu]==0.10.2"],
+        "ray": RAY,
+        "dev": DEV + LOCALIZE + JAX + RAY,
+    },
 )

@@ -25,6 +25,19 @@ stamp=.venv/.rcca-setup-stamp
 want=$(sha256sum setup.py | cut -d' ' -f1)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
+  # torch for the parity tests, CPU build only: prefer a local wheel or the configured index
+  # when it offers the +cpu build, else PyTorch's CPU index. Never a CUDA build.
+  if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+    torch_index=()
+    if curl -fsI --max-time 5 https://download.pytorch.org/whl/cpu/torch/ >/dev/null 2>&1; then
+      torch_index=(--extra-index-url https://download.pytorch.org/whl/cpu)
+    fi
+    .venv/bin/python -m pip install -q "${torch_index[@]}" torch==2.13.0
+  fi
+  if ! .venv/bin/python -c "import torch, sys; sys.exit(torch.version.cuda is not None)"; then
+    echo "setup: a CUDA build of torch was installed; install torch==2.13.0+cpu instead" >&2
+    exit 1
+  fi
   .venv/bin/python -m pip install -q -e ".[dev]"
   echo "$want" > "$stamp"
 fi

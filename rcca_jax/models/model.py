@@ -47,6 +47,16 @@ class DecoderLayer(nnx.Module):
         return constrain(x + h, ("batch", "seq", "act_embed")), cache, load
 
 
+def _remat_call(layer: DecoderLayer, *args):
+    """A layer under jax.checkpoint: the backward pass keeps only its inputs.
+
+    The layer is split into a pure function of its state (it mutates nothing),
+    which works inside any outer transform, unlike nnx.remat's state tracking.
+    """
+    graphdef, state = nnx.split(layer)
+    return jax.checkpoint(lambda st, *a: nnx.merge(graphdef, st)(*a))(state, *args)
+
+
 class Ling(nnx.Module):
     """BailingHybridForCausalLM."""
 
@@ -89,8 +99,7 @@ class Ling(nnx.Module):
             key_mask = jax.lax.dynamic_update_slice_in_dim(cache["mask"], valid, index, axis=1)
         x = embed_lookup(self.embed_tokens[...], tokens, dtype_of(cfg.dtype))
         new_layers, loads = [], []
-        # Rematerialising per layer keeps one [B, T, D] input per layer for the backward pass.
-        call = nnx.remat(DecoderLayer.__call__) if cfg.remat else DecoderLayer.__call__
+        call = _remat_call if cfg.remat else DecoderLayer.__call__
         for i, layer in enumerate(self.layers):
             layer_cache = None if cache is None else cache["layers"][i]
             x, layer_cache, load = call(layer, x, positions, mask, key_mask, layer_cache, index)

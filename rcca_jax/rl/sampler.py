@@ -113,11 +113,14 @@ def _generate(model: Ling, prompt: jax.Array, mask: jax.Array, key: jax.Array, c
     return Rollouts(t(toks), t(lps), t(slps), emitted.sum(0).astype(jnp.int32))
 
 
-def left_pad(prompts: list[list[int]], pad_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """Prompts as left-padded int32 [N, P] and their mask."""
+def left_pad(prompts: list[list[int]], pad_id: int, width: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Prompts as left-padded int32 [N, P] and their mask (P = `width`, default the longest)."""
     if not prompts or any(len(p) == 0 for p in prompts):
         raise ValueError("every prompt needs at least one token")
-    width = max(len(p) for p in prompts)
+    longest = max(len(p) for p in prompts)
+    if width is not None and longest > width:
+        raise ValueError(f"a prompt has {longest} tokens, more than the prompt width {width}")
+    width = longest if width is None else width
     toks = np.full((len(prompts), width), pad_id, np.int32)
     mask = np.zeros((len(prompts), width), bool)
     for i, p in enumerate(prompts):
@@ -126,9 +129,13 @@ def left_pad(prompts: list[list[int]], pad_id: int) -> tuple[np.ndarray, np.ndar
     return toks, mask
 
 
-def sample(model: Ling, prompts: list[list[int]], rng: jax.Array, cfg: SamplerConfig) -> Rollouts:
-    """G samples for each prompt (token-id lists). Returns rows grouped by prompt."""
-    toks, mask = left_pad(prompts, cfg.pad_id)
+def sample(model: Ling, prompts: list[list[int]], rng: jax.Array, cfg: SamplerConfig,
+           width: int | None = None) -> Rollouts:
+    """G samples for each prompt (token-id lists). Returns rows grouped by prompt.
+
+    A fixed `width` (left padding) keeps shapes constant so decoding compiles once.
+    """
+    toks, mask = left_pad(prompts, cfg.pad_id, width)
     toks = np.repeat(toks, cfg.group_size, axis=0)
     mask = np.repeat(mask, cfg.group_size, axis=0)
     return _generate(model, jnp.asarray(toks), jnp.asarray(mask), rng, cfg, model.cfg.eos_ids)

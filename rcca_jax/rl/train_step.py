@@ -8,7 +8,8 @@ target, so position 0 is never counted):
   loss_mask  bool  [B, T]   response tokens that count (False: prompt, pad, `error` rows)
   old_logp   f32   [B, T]   log-prob of each token under the sampling policy
   advantages f32   [B]
-  weights    f32   [B, T]   final token weights (`token_weights`)
+  weights    f32   [B, T]   final token weights (`token_weights`); leave the key
+                            out for plain, unweighted GRPO
   ref_logp   f32   [B, T]   only when the KL penalty is on
 """
 
@@ -29,7 +30,6 @@ from rcca_jax.models.logprobs import token_logprobs
 from rcca_jax.models.moe import ExpertBias, update_expert_bias
 from rcca_jax.rl.loss import kl_penalty, loss_denominator, policy_loss
 
-BATCH_KEYS = ("tokens", "loss_mask", "old_logp", "advantages", "weights")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -86,7 +86,8 @@ def _micro_loss(graphdef, cfg: TrainConfig, params, rest, mb, denominator):
     logp, ent = token_logprobs(h, model.head_kernel(), mb["tokens"][:, 1:], cfg.logprob_chunk,
                                cfg.temperature)  # [B, T-1]
     mask = mb["loss_mask"][:, 1:]
-    loss, metrics = policy_loss(logp, mb["old_logp"][:, 1:], mb["advantages"], mb["weights"][:, 1:],
+    weights = mb["weights"][:, 1:] if "weights" in mb else jnp.ones_like(logp)
+    loss, metrics = policy_loss(logp, mb["old_logp"][:, 1:], mb["advantages"], weights,
                                 mask, eps_low=cfg.eps_low, eps_high=cfg.eps_high, agg=cfg.agg,
                                 dual_clip=cfg.dual_clip, denominator=denominator)
     m = mask.astype(jnp.float32)
@@ -167,26 +168,31 @@ def state_shardings(state: TrainState, mesh: Mesh) -> TrainState:
                       sharding.state_shardings(state.rest, mesh), opt, NamedSharding(mesh, P()))
 
 
-def compile_train_step(graphdef, cfg: TrainConfig, state: TrainState, example_batch: dict,
-                       mesh: Mesh | None = None) -> tuple[TrainState, Callable]:
-    """Places `state` and returns it with the jitted step `(state, batch) -> (state, metrics)`.
+def compile_step(step: Callable, state: TrainState, example_batch: dict,
+                 mesh: Mesh | None = None) -> tuple[TrainState, Callable]:
+    """Places `state` and jits `step(state, batch) -> (state, metrics)` with donation.
 
-    The state is donated; batch arrays must be placed with `batch_shardings`
-    (see `global_batch`). Without a mesh everything stays on one device.
+    With a mesh: explicit in/out shardings (state by its logical axes, batch
+    over `batch`); the caller places batches with `global_batch`.
     """
     if mesh is None:
-        fn = jax.jit(lambda s, b: train_step(graphdef, cfg, s, b), donate_argnums=0)
-        return state, fn
+        return state, jax.jit(step, donate_argnums=0)
     s_shard = state_shardings(state, mesh)
     b_shard = batch_shardings(mesh, example_batch)
     state = jax.device_put(state, s_shard)
 
-    def step(s, b):
+    def meshed(s, b):
         with sharding.use_mesh(mesh):
-            return train_step(graphdef, cfg, s, b)
+            return step(s, b)
 
-    fn = jax.jit(step, in_shardings=(s_shard, b_shard), out_shardings=(s_shard, None), donate_argnums=0)
-    return state, fn
+    return state, jax.jit(meshed, in_shardings=(s_shard, b_shard), out_shardings=(s_shard, None),
+                          donate_argnums=0)
+
+
+def compile_train_step(graphdef, cfg: TrainConfig, state: TrainState, example_batch: dict,
+                       mesh: Mesh | None = None) -> tuple[TrainState, Callable]:
+    """`compile_step` of the weighted-GRPO `train_step`."""
+    return compile_step(lambda s, b: train_step(graphdef, cfg, s, b), state, example_batch, mesh)
 
 
 def global_batch(local: dict[str, np.ndarray], mesh: Mesh) -> dict[str, jax.Array]:

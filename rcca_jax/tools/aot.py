@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import time
+
+# No TPU VM here: keep libtpu from querying the GCE metadata server for one.
+os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 
 import jax
 import jax.experimental.topologies

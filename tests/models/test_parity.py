@@ -34,7 +34,7 @@ def _ref_logits(ref, toks, mask=None):
         return ref(torch.tensor(toks.astype(np.int64)), **kw).logits.numpy()
 
 
-@pytest.mark.parametrize("chunk", [8, 64])
+@pytest.mark.parametrize("chunk", [8, pytest.param(64, marks=pytest.mark.slow)])
 def test_logits_match_reference(pair, chunk):
     name, ref, path = pair
     model = from_pretrained(path, kda_chunk_size=chunk)
@@ -55,6 +55,7 @@ def test_both_moe_paths_match_reference(pair):
     np.testing.assert_allclose(np.asarray(model(jnp.asarray(toks))), want, atol=ATOL, rtol=0)
 
 
+@pytest.mark.slow
 def test_greedy_decoding_matches_generate(pair):
     _, ref, path = pair
     model = from_pretrained(path)

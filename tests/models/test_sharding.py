@@ -18,11 +18,12 @@ CFG = LingConfig(vocab_size=96, hidden_size=32, intermediate_size=48, moe_interm
                  topk_group=1, first_k_dense_replace=1, layer_group_size=2, kda_chunk_size=8,
                  initializer_range=0.15)
 
+_SLOW = pytest.mark.slow
 LAYOUTS = [
-    {"data": 8},
-    {"fsdp": 8},
+    pytest.param({"data": 8}, marks=_SLOW),
+    pytest.param({"fsdp": 8}, marks=_SLOW),
     {"expert": 8},
-    {"tensor": 2, "fsdp": 4},
+    pytest.param({"tensor": 2, "fsdp": 4}, marks=_SLOW),
     {"data": 2, "fsdp": 2, "expert": 2},
     {"expert": 4, "tensor": 2},
 ]
@@ -66,7 +67,11 @@ def test_eight_devices_are_there():
     assert len(jax.devices()) == 8, "tests/conftest.py must set 8 fake host devices"
 
 
-@pytest.mark.parametrize("layout", LAYOUTS, ids=lambda d: "-".join(f"{k}{v}" for k, v in d.items()))
+def _id(d):
+    return "-".join(f"{k}{v}" for k, v in d.items())
+
+
+@pytest.mark.parametrize("layout", LAYOUTS, ids=_id)
 def test_sharded_equals_unsharded(unsharded, tokens, layout):
     cfg, (loss0, logits0, grads0) = unsharded
     mesh = sharding.make_mesh(layout)
@@ -101,3 +106,11 @@ def test_parameter_shardings_follow_rules():
     assert tuple(w_gate) == ("expert", "fsdp", "tensor")
     q = shard[("layers", 0, "attn", "q_proj", "kernel")].get_value().spec
     assert tuple(q) == ("fsdp", "tensor")
+
+
+def test_remat_changes_nothing_but_memory(tokens):
+    _, logits_a, grads_a = _run(CFG, tokens)
+    _, logits_b, grads_b = _run(CFG.replace(remat=True), tokens)
+    np.testing.assert_allclose(logits_b, logits_a, atol=1e-6, rtol=0)
+    for p in grads_a:
+        np.testing.assert_allclose(grads_b[p], grads_a[p], atol=1e-6, rtol=1e-5, err_msg=str(p))

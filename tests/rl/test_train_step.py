@@ -79,7 +79,8 @@ def test_micro_batches_sum_to_the_full_batch(reference_run):
         np.testing.assert_allclose(flat(state4)[p], a, atol=2e-6, err_msg=str(p))
 
 
-@pytest.mark.parametrize("layout", [{"data": 8}, {"fsdp": 4, "expert": 2}, {"expert": 4, "tensor": 2}],
+@pytest.mark.parametrize("layout", [pytest.param({"data": 8}, marks=pytest.mark.slow), {"fsdp": 4, "expert": 2},
+                                    {"expert": 4, "tensor": 2}],
                          ids=lambda d: "-".join(f"{k}{v}" for k, v in d.items()))
 def test_sharded_step_equals_unsharded(reference_run, layout):
     state, metrics = reference_run

@@ -1,0 +1,395 @@
+"""Shared pieces of diagnostic localization (``evaluators.localize.spans``).
+
+Holds what every localization strategy builds on: the ``Localization`` result and the span
+algebra (``merge_spans``, ``subtract_spans``); ``_Case``, one diagnostic being localized with
+the blame collected for it; probe locator resolution against the code graph
+(``resolve_locator``, ``similar_names``); and ``_Failure``, a failing probe step resolved to
+the elements it checked and acted on, with the element writes and event bindings that
+concern them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from typing import Iterable, Sequence
+
+from evaluators.localize.graph import CodeGraph
+from evaluators.localize.model import Element, ElementWrite, Span
+
+_TEXT = frozenset(("textContent", "innerHTML", "innerText", "outerHTML", "children"))
+_SHOWN = frozenset(("style", "classList", "className", "hidden", "attribute:hidden",
+                    "attribute:style", "attribute:class", "children", "innerHTML"))
+_ENABLED = frozenset(("disabled", "attribute:disabled"))
+# Which element writes can change what a check reads (keys of ``_write_key``); None: any.
+_CHECK_WRITES: dict[str, frozenset[str] | None] = {
+    "text": _TEXT, "contains_text": _TEXT, "empty": _TEXT, "read:text": _TEXT,
+    "read:inner_text": _TEXT, "read:inner_html": _TEXT,
+    "value": frozenset(("value", "valueAsNumber", "selectedIndex", "attribute:value")),
+    "checked": frozenset(("checked", "attribute:checked")),
+    "enabled": _ENABLED, "disabled": _ENABLED,
+    "class": frozenset(("classList", "className", "attribute:class")),
+    "css": frozenset(("style", "classList", "className", "attribute:style", "attribute:class")),
+    "visible": _SHOWN, "hidden": _SHOWN, "action": _SHOWN | _ENABLED,
+    "count": frozenset(("children", "innerHTML")),
+}
+_CHECK_WRITES["read:value"] = _CHECK_WRITES["value"]
+_CHECK_WRITES["read:checked"] = _CHECK_WRITES["checked"]
+_MOUSE = frozenset(("click", "mousedown", "mouseup", "mousemove", "pointerdown", "pointerup",
+                    "pointermove", "mousepressed", "mousereleased", "mousedragged",
+                    "mouseclicked", "touchstart", "touchmove", "touchend", "drag", "dragstart",
+                    "dragend", "dragover", "drop", "wheel"))
+_KEYS = frozenset(("keydown", "keyup", "keypress", "input", "change", "changed"))
+# Events an action can fire, for picking the bindings of the acted-on element.
+_ACTION_EVENTS = {
+    "click": frozenset(("click", "mousedown", "mouseup", "pointerdown", "pointerup", "change",
+                        "input", "submit", "mousepressed", "mouseclicked", "mousereleased",
+                        "touchstart", "changed")),
+    "dblclick": frozenset(("dblclick", "doubleclicked", "click", "mousedown")),
+    "fill": _KEYS, "press": _KEYS,
+    "select_option": frozenset(("change", "input", "changed")),
+    "check": frozenset(("change", "click", "input", "changed")),
+    "uncheck": frozenset(("change", "click", "input", "changed")),
+    "hover": frozenset(("mouseover", "mouseenter", "mousemove", "pointerover", "pointerenter",
+                        "pointermove", "mouseover")),
+    "focus": frozenset(("focus", "focusin")),
+    "drag_to": _MOUSE, "mouse": _MOUSE,
+}
+_SELECTOR_NAME = re.compile(r"([#.])((?:[-\w]|\\.)+)")
+_TAG = re.compile(r"<[^>]*>")
+
+
+@dataclasses.dataclass(frozen=True)
+class Localization:
+    """The spans one diagnostic blames.
+
+    Attributes:
+        s_dir: Directly responsible code, merged and sorted.
+        s_ctx: Context (callers, callees, state, HTML), merged, sorted, without S_dir.
+        evidence: ``{"span", "set", "why", "by"}`` per rule application, in rule order.
+    """
+
+    s_dir: tuple[Span, ...] = ()
+    s_ctx: tuple[Span, ...] = ()
+    evidence: tuple[dict, ...] = ()
+
+    def fields(self) -> dict:
+        """The JSON fields added to a diagnostic."""
+        return {"s_dir": [list(s) for s in self.s_dir], "s_ctx": [list(s) for s in self.s_ctx],
+                "evidence": [dict(e) for e in self.evidence]}
+
+
+@dataclasses.dataclass
+class _Item:
+    set: str
+    span: Span
+    why: str
+    by: str
+    fn: int | None  # the function whose running the item depends on; None: not narrowed
+
+
+def merge_spans(spans: Iterable[Span]) -> list[Span]:
+    """Sorted union of spans; empty spans dropped, touching spans joined."""
+    out: list[list[int]] = []
+    for s, e in sorted(spans):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def subtract_spans(spans: Sequence[Span], holes: Sequence[Span]) -> list[Span]:
+    """``spans`` minus ``holes``; both merged and sorted."""
+    out, k = [], 0
+    for s, e in spans:
+        while k < len(holes) and holes[k][1] <= s:
+            k += 1
+        j = k
+        while j < len(holes) and holes[j][0] < e:
+            if holes[j][0] > s:
+                out.append((s, holes[j][0]))
+            s = max(s, holes[j][1])
+            j += 1
+        if s < e:
+            out.append((s, e))
+    return out
+
+
+class _Case:
+    """One diagnostic being localized: the graph, the facts, and the blame collected."""
+
+    def __init__(self, graph: CodeGraph, diagnostic: dict, probe: dict | None):
+        self.g = graph
+        self.d = diagnostic
+        self.probe = probe
+        self.items: list[_Item] = []
+        self.failure: _Failure | None = None  # set by the probe-failure rules
+
+    def add(self, which: str, span: Span | None, why: str, by: str = "graph",
+            fn: int | None = None) -> None:
+        if span is not None and span[1] > span[0]:
+            self.items.append(_Item(which, (int(span[0]), int(span[1])), why, by, fn))
+
+    def function(self, which: str, index: int | None, why: str, by: str = "graph") -> None:
+        if index is not None:
+            self.add(which, self.g.functions[index].span, why, by, index)
+
+    def statement(self, which: str, span: Span, why: str, fn: int | None, by: str = "graph"):
+        """Adds the innermost statement around ``span`` (``span`` itself outside JS)."""
+        stmt = self.g.enclosing_statement(span[0])
+        ok = stmt is not None and stmt[0] <= span[0] and span[1] <= stmt[1]
+        self.add(which, stmt if ok else span, why, by, fn)
+
+    def has(self, which: str) -> bool:
+        return any(i.set == which for i in self.items)
+
+    def result(self) -> Localization:
+        n = len(self.g.text)
+        clip = [(i, (max(0, i.span[0]), min(n, i.span[1]))) for i in self.items]
+        s_dir = merge_spans(s for i, s in clip if i.set == "dir")
+        s_ctx = subtract_spans(merge_spans(s for i, s in clip if i.set == "ctx"), s_dir)
+        seen, evidence = set(), []
+        for i, s in clip:
+            if s[1] > s[0] and (i.set, s) not in seen:
+                seen.add((i.set, s))
+                evidence.append({"span": list(s), "set": i.set, "why": i.why, "by": i.by})
+        return Localization(tuple(s_dir), tuple(s_ctx), tuple(evidence))
+
+
+# -- locators --------------------------------------------------------------------------------
+
+def _element_text(g: CodeGraph, e: Element) -> str:
+    inner = g.text[e.start_tag[1]:e.span[1]]
+    return " ".join(_TAG.sub(" ", inner).split())
+
+
+def _role_of(e: Element) -> str | None:
+    explicit = e.attr("role")
+    if explicit is not None and explicit.value:
+        return explicit.value.strip().lower()
+    kind = ((e.attr("type").value if e.attr("type") else None) or "text").lower()
+    if e.tag == "input":
+        return {"button": "button", "submit": "button", "reset": "button", "range": "slider",
+                "checkbox": "checkbox", "radio": "radio", "number": "spinbutton"}.get(kind,
+                                                                                   "textbox")
+    return {"button": "button", "a": "link", "select": "combobox", "textarea": "textbox",
+            "img": "img", **{f"h{k}": "heading" for k in range(1, 7)}}.get(e.tag)
+
+
+def _accessible_name(g: CodeGraph, e: Element) -> str:
+    for name in ("aria-label", "title", "value", "alt"):
+        a = e.attr(name)
+        if a is not None and a.value:
+            return a.value
+    label = next((x for x in g.elements if x.tag == "label" and e.id and x.attr("for")
+                  and x.attr("for").value == e.id), None)
+    return _element_text(g, label if label is not None else e)
+
+
+def _text_match(have: str, want, exact: bool) -> bool:
+    if isinstance(want, dict) and "regex" in want:
+        try:
+            return re.search(want["regex"], have, re.I if "i" in want.get("flags", "") else 0)
+        except re.error:
+            return False
+    want = " ".join(str(want).split())
+    return have == want if exact else want.lower() in have.lower()
+
+
+def resolve_locator(g: CodeGraph, loc) -> tuple[int, ...]:
+    """Indices of the static elements a probe locator can match (best effort).
+
+    CSS goes through the graph's matcher (Playwright's ``>>`` chains by their last part);
+    ``role``, ``text`` and ``label`` use tags, roles and static text content.
+    """
+    if isinstance(loc, str):
+        loc = {"css": loc}
+    if not isinstance(loc, dict):
+        return ()
+    exact = bool(loc.get("exact"))
+    if "css" in loc:
+        sel = str(loc["css"]).split(">>")[-1].strip()
+        found = list(g.select(sel)) if sel and not sel.startswith("text=") else []
+    elif "role" in loc:
+        found = [e for e in g.elements if _role_of(e) == str(loc["role"]).lower()
+                 and ("name" not in loc or _text_match(_accessible_name(g, e), loc["name"],
+                                                       exact))]
+    elif "text" in loc:
+        found = [e for e in g.elements if _text_match(_element_text(g, e), loc["text"], exact)]
+        found = [e for e in found if not any(c in {x.index for x in found} for c in e.children)]
+    else:
+        labels = [e for e in g.elements if e.tag == "label"
+                  and _text_match(_element_text(g, e), loc.get("label", ""), exact)]
+        ids = {lb.attr("for").value for lb in labels if lb.attr("for")}
+        found = [e for e in g.elements if e.id in ids or (e.attr("aria-label") and _text_match(
+            e.attr("aria-label").value or "", loc.get("label", ""), exact))]
+    if "has_text" in loc:
+        found = [e for e in found if _text_match(_element_text(g, e), loc["has_text"], False)]
+    return tuple(e.index for e in found)
+
+
+def _locator_names(loc, own: bool = True) -> tuple[str, ...]:
+    """Ids and class names a CSS locator gives the element itself (what code would call it),
+    or, with ``own`` False, those it gives the element's ancestors and siblings."""
+    if isinstance(loc, dict):
+        loc = loc.get("css") or ""
+    if not isinstance(loc, str):
+        return ()
+    parts = re.split(r"[\s>+~]+", re.sub(r"\[[^\]]*\]|\([^)]*\)", "", loc).strip())
+    loc = parts[-1] if own else " ".join(parts[:-1])
+    found = [m.group(2).replace("\\", "") for m in _SELECTOR_NAME.finditer(loc)]
+    return tuple(dict.fromkeys(n for n in found if not n[0].isdigit()))
+
+
+def _step_locator(step: dict | None):
+    if not isinstance(step, dict):
+        return None
+    loc = step.get("locator", step.get("from"))
+    at = step.get("at")
+    return loc if loc is not None else (at.get("box") if isinstance(at, dict) else None)
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def similar_names(a: str, b: str) -> bool:
+    """Names a model could have confused: equal up to case and separators, or close."""
+    na, nb = _norm(a), _norm(b)
+    if not na or not nb:
+        return False
+    short, long = sorted((na, nb), key=len)
+    if na == nb or (len(short) >= 4 and short in long and len(short) >= len(long) / 2):
+        return True
+    return difflib.SequenceMatcher(None, na, nb).ratio() >= 0.8
+
+
+# -- what a probe failure says -----------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class _Failure:
+    """A failing probe step, resolved against the graph.
+
+    Attributes:
+        checks: ``(check, name)`` per reading that failed: an ``expect`` kind, ``read:<r>``
+            for a saved reading an ``assert`` compared, ``action`` for a failed action.
+        expected: The expected value (for class names).
+        targets: X, the elements checked. names: ids and classes X's locators give X;
+            outer_names: those they give its ancestors.
+        label: X's locator as the diagnostic shows it.
+        actors, actor_names, actor_label: the same for Y, the element of the last action
+            before the failure. action: that action's kind.
+        missing: No element matched X's locator. initial: no action came before.
+    """
+
+    checks: tuple[tuple[str, str | None], ...]
+    expected: object
+    targets: tuple[int, ...]
+    names: tuple[str, ...]
+    outer_names: tuple[str, ...]
+    label: str | None
+    actors: tuple[int, ...]
+    actor_names: tuple[str, ...]
+    actor_label: str | None
+    action: str | None
+    missing: bool
+    initial: bool
+
+    @property
+    def check(self) -> str:
+        return self.checks[0][0] if self.checks else ""
+
+
+def _flat_steps(steps: Sequence) -> list[dict]:
+    out = []
+    for s in steps or ():
+        out.extend(_flat_steps(s["retry"]) if isinstance(s, dict) and "retry" in s else [s])
+    return out
+
+
+def _step_checks(step: dict, probe: dict | None, index: int | None) -> list[tuple]:
+    """``(check, name, locator)`` per element reading the step depends on."""
+    if "retry" in step:
+        return [c for s in _flat_steps(step["retry"]) for c in _step_checks(s, None, None)
+                if c[0] != "action"]
+    if "expect" in step:
+        return [(step["expect"], step.get("name"), step.get("locator"))]
+    if "save" in step and "eval" not in step:
+        read = str(step.get("read", ""))
+        if read.startswith("attribute:"):
+            return [("attribute", read.split(":", 1)[1], step.get("from"))]
+        return [("read:" + read, None, step.get("from"))]
+    if "do" in step or "mouse" in step:
+        return [("action", None, _step_locator(step))]
+    if "assert" in step and probe is not None and index is not None:
+        names = {v["var"] for v in (step.get("left"), step.get("right"))
+                 if isinstance(v, dict) and "var" in v}
+        saves = [s for s in _flat_steps(probe.get("steps", [])[:index])
+                 if isinstance(s, dict) and s.get("save") in names]
+        return [c for s in saves for c in _step_checks(s, None, None)]
+    return []
+
+
+def _failure(g: CodeGraph, d: dict, probe: dict | None) -> _Failure:
+    step = d.get("step") if isinstance(d.get("step"), dict) else {}
+    checks = _step_checks(step, probe, d.get("step_index"))
+    targets = tuple(dict.fromkeys(i for _, _, loc in checks for i in resolve_locator(g, loc)))
+    names = tuple(dict.fromkeys(n for _, _, loc in checks for n in _locator_names(loc)))
+    after = d.get("after_action") if isinstance(d.get("after_action"), dict) else None
+    act = after.get("step") if after and isinstance(after.get("step"), dict) else {}
+    actor_loc = _step_locator(act)
+    actors = resolve_locator(g, actor_loc) if actor_loc is not None else ()
+    missing = (d.get("severity") == "severe" and d.get("actual") is None
+               and "no element matches" in str(d.get("message", "")))
+    outer = tuple(dict.fromkeys(n for _, _, loc in checks for n in _locator_names(loc, False)))
+    return _Failure(tuple((c, n) for c, n, _ in checks), d.get("expected"), targets, names,
+                    outer, d.get("locator"), actors, _locator_names(actor_loc),
+                    after.get("locator") if after else None,
+                    act.get("do") or ("mouse" if "mouse" in act else None), missing, not act)
+
+
+def _write_key(w: ElementWrite) -> str:
+    return f"attribute:{w.detail.lower()}" if w.kind == "attribute" else w.kind
+
+
+def _write_keys(f: _Failure) -> frozenset[str] | None:
+    """Keys of the writes that can change what the failed checks read; None for any write."""
+    keys: set[str] = set()
+    for check, name in f.checks:
+        if check == "attribute":
+            name = (name or "").lower()
+            extra = _CHECK_WRITES["class"] if name == "class" else (
+                _CHECK_WRITES["css"] if name == "style" else frozenset())
+            keys |= {f"attribute:{name}", name} | extra
+            continue
+        found = _CHECK_WRITES.get(check)
+        if found is None:
+            return None
+        keys |= found
+    return frozenset(keys) if keys else None
+
+
+def _writes(g: CodeGraph, elements: Iterable[int], keys) -> list[ElementWrite]:
+    out = {w.span: w for x in elements for w in g.writes_to_element(x)
+           if keys is None or _write_key(w) in keys}
+    return [out[s] for s in sorted(out)]
+
+
+def _describe(g: CodeGraph, elements: Sequence[int], label=None) -> str:
+    shown = [("#" + g.elements[i].id) if g.elements[i].id else "<" + g.elements[i].tag + ">"
+             for i in elements[:3]]
+    return ", ".join(dict.fromkeys(shown)) or str(label or "the element")[:60]
+
+
+def _bindings_for(g: CodeGraph, elements: Sequence[int], action: str | None) -> list:
+    """Bindings on the acted-on elements, those the action can fire first."""
+    wanted = set(elements)
+    found = [b for b in g.event_bindings if wanted.intersection(b.elements)]
+    events = _ACTION_EVENTS.get(action or "")
+    fit = [b for b in found if events is None or b.event is None or b.event.lower() in events]
+    return fit or found
+

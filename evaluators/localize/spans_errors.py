@@ -1,0 +1,253 @@
+"""Exception, syntax-error and runtime-failure strategies of localization.
+
+Part of ``evaluators.localize.spans``. Holds the rules for ``page_error`` diagnostics (the
+statements of an exception's in-app stack frames, or the line its report quotes; queries for
+elements that do not exist behind a null read; declarations named like a missing name), for
+``syntax_error`` and ``runtime_failure`` (hangs: loops that cannot end) diagnostics, and
+``spans_from_text_evidence``, the spans a free-text verdict (a judge's evidence) points at.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+
+from evaluators.localize.graph import CodeGraph
+from evaluators.localize.model import Span
+from evaluators.localize.spans_common import (
+    _SELECTOR_NAME, _Case, Localization, similar_names,
+)
+
+_NULL_READ = re.compile(r"(?:Cannot (?:read|set) propert(?:y|ies) of (?:null|undefined)"
+                        r"(?: \((?:reading|setting) '([^']*)'\))?|(\S+) is (?:null|undefined))")
+_NAME_IN_MESSAGE = re.compile(r"([A-Za-z_$][\w$.]*) is not (?:defined|a function|a constructor)")
+_INFINITE_LOOP = re.compile(r"(?:while\s*\(\s*(?:true|1)\s*\)|for\s*\(\s*;\s*;\s*\))")
+_IDENT = re.compile(r"[A-Za-z_$][\w$]{2,}")
+
+
+# -- exceptions, syntax errors, runtime failures -----------------------------------------------
+
+def _fn_at(g: CodeGraph, offset: int) -> int | None:
+    fn = g.enclosing_function(offset)
+    return None if fn is None else fn.index
+
+
+def _line_at(text: str, offset: int) -> Span:
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    end = len(text) if end < 0 else end
+    while start < end and text[start].isspace():
+        start += 1
+    return start, max(start, len(text[start:end].rstrip()) + start)
+
+
+def _statement_head(g: CodeGraph, offset: int) -> Span | None:
+    """The statement at ``offset``; a compound one up to its first nested statement after it."""
+    stmt = g.enclosing_statement(offset)
+    if stmt is None:
+        return None
+    for s, e in g.statements:
+        if stmt[0] < s and e <= stmt[1] and s > offset:
+            return stmt[0], s
+    return stmt
+
+
+def _null_sources(c: _Case, stmt: Span, by: str) -> None:
+    """A null/undefined read at ``stmt``: a query for an element that does not exist."""
+    if not _NULL_READ.search(str(c.d.get("message", ""))):
+        return
+    code = c.g.text[stmt[0]:stmt[1]]
+    for q in c.g.dom_queries:
+        if q.elements or not q.exact:
+            continue
+        inside = stmt[0] <= q.span[0] < stmt[1]
+        if inside or (q.variable and re.search(r"(?<![\w$.])" + re.escape(q.variable)
+                                               + r"(?![\w$])", code)):
+            c.statement("dir", q.span, f"query for {q.selector or q.argument!r} finds no "
+                        "element: the null the statement reads", q.function, by)
+    for v in c.g.state_vars:  # or program state that was never (or wrongly) set
+        if "." not in v.name and any(stmt[0] <= a < stmt[1] for a, _ in v.reads):
+            c.add("ctx", v.decl, f"declares {v.name}, read by the failing statement", by)
+            for w in v.writes:
+                c.statement("ctx", w, f"writes {v.name}, read by the failing statement", None,
+                            by)
+
+
+def _named_in_message(c: _Case, by: str) -> None:
+    """``x is not defined`` / ``not a function``: declarations with a similar name."""
+    m = _NAME_IN_MESSAGE.search(str(c.d.get("message", "")))
+    if not m:
+        return
+    root = m.group(1).split(".")[0]
+    for q in c.g.dom_queries:  # `canvas.getContext is not a function`: the wrong element
+        if q.variable and q.variable.split(".")[-1] == root and "." in m.group(1):
+            c.statement("dir", q.span, f"{q.variable} holds the element looked up here, "
+                        f"which lacks what the code calls on it", q.function, by)
+    name = m.group(1).split(".")[-1]
+    for fn in c.g.functions:
+        if fn.name and fn.name != name and similar_names(fn.name, name):
+            c.add("ctx", fn.span, f"function {fn.name} is named like the missing {name}", by,
+                  fn.index)
+    for v in c.g.state_vars:
+        if v.decl and v.name != name and similar_names(v.name.split(".")[-1], name):
+            c.add("ctx", v.decl, f"{v.name} is named like the missing {name}", by)
+
+
+def _page_error_stack(c: _Case) -> None:
+    frames = [f for f in c.d.get("frames") or ()
+              if f.get("in_app") and isinstance(f.get("offset"), int)]
+    if not frames:
+        _page_error_text(c)
+        return
+    g, top = c.g, frames[0]["offset"]
+    head = _statement_head(g, top) or _line_at(g.text, top)
+    c.add("dir", head, "statement at the top in-app frame of the exception", "stack")
+    c.function("ctx", _fn_at(g, top), "function of the top frame", "stack")
+    for k, frame in enumerate(frames[1:], 1):
+        off = frame["offset"]
+        c.add("ctx", _statement_head(g, off) or _line_at(g.text, off),
+              f"call on the stack (frame {k})", "stack")
+    _null_sources(c, head, "stack")
+    _named_in_message(c, "stack")
+
+
+def _page_error_text(c: _Case) -> None:
+    excerpt = (c.d.get("excerpt") or "").strip()
+    lo, hi = c.g.region
+    hits = []
+    while excerpt and len(hits) < 3:
+        at = c.g.text.find(excerpt, hits[-1][1] if hits else lo, hi)
+        if at < 0:
+            break
+        hits.append((at, at + len(excerpt)))
+    for span in hits:
+        c.add("dir", span, "line quoted by the exception report", "text")
+        c.function("ctx", _fn_at(c.g, span[0]), "function containing the quoted line", "text")
+        _null_sources(c, span, "text")
+    if not hits:
+        for item in spans_from_text_evidence(c.g, str(c.d.get("message", ""))).evidence:
+            c.add("ctx", tuple(item["span"]), item["why"], "text")
+    _named_in_message(c, "text")
+
+
+def _page_error_naive(c: _Case) -> None:
+    frames = [f for f in c.d.get("frames") or () if isinstance(f.get("offset"), int)]
+    if frames:
+        top = frames[0]["offset"]
+        fn = _fn_at(c.g, top)
+        if fn is None:
+            c.add("dir", _statement_head(c.g, top) or _line_at(c.g.text, top), "top frame")
+        c.function("dir", fn, "function of the top frame")
+
+
+def _syntax_span(c: _Case) -> Span | None:
+    span = c.d.get("span")
+    if not (isinstance(span, (list, tuple)) and len(span) == 2):
+        return None
+    s, e = int(span[0]), int(span[1])
+    if e <= s:  # a missing token: the last character before it and the next one
+        p = s - 1
+        while p > c.g.region[0] and c.g.text[p].isspace():
+            p -= 1
+        s, e = max(p, 0), min(len(c.g.text), s + 1)
+    return s, e
+
+
+def _syntax_error(c: _Case) -> None:
+    span = _syntax_span(c)
+    if span is None:
+        return
+    c.add("dir", span, str(c.d.get("message", "syntax error")))
+    stmt = c.g.enclosing_statement(span[0])
+    fn = c.g.enclosing_function(span[0])
+    around = stmt or (fn.span if fn else None) or _line_at(c.g.text, span[0])
+    c.add("ctx", around, "statement around the syntax error")
+
+
+def _syntax_naive(c: _Case) -> None:
+    span = _syntax_span(c)
+    if span is not None:
+        fn = c.g.enclosing_function(span[0])
+        c.add("dir", fn.span if fn else (c.g.enclosing_statement(span[0]) or span),
+              "code around the syntax error")
+
+
+def _runtime_failure(c: _Case) -> None:
+    """Hangs and crashes: loops that cannot end, then other ``while`` loops."""
+    if "uncaught" not in str(c.d.get("message", "")):
+        _loops(c)  # an exception's own page_error diagnostic carries its location
+
+
+def _loops(c: _Case) -> None:
+    for s, e in c.g.statements:
+        head = c.g.text[s:min(e, s + 40)]
+        if _INFINITE_LOOP.match(head):
+            c.add("dir", (s, e), "loop without an exit condition (the page hung or crashed)")
+        elif head.startswith(("while", "do")):
+            c.add("ctx", (s, e), "loop that may not end (the page hung or crashed)")
+
+
+# -- judge evidence ----------------------------------------------------------------------------
+
+def _excerpts(text: str) -> list[str]:
+    quoted = re.findall(r"```[\w-]*\n?(.*?)```|`([^`\n]+)`", text, re.S)
+    parts = [a or b for a, b in quoted]
+    lines = [ln for p in parts for ln in p.splitlines()]
+    lines += [ln for ln in text.splitlines() if re.search(r"[;{}()=<>]", ln)]
+    return [" ".join(ln.split()) for ln in lines if len(ln.strip()) >= 6]
+
+
+def _find_code(g: CodeGraph, excerpt: str) -> list[Span]:
+    """Where ``excerpt`` occurs in the app, white space ignored; else its closest lines."""
+    lo, hi = g.region
+    pattern = re.compile(r"\s*".join(re.escape(t) for t in excerpt.split(" ")))
+    found = [m.span() for m in pattern.finditer(g.text, lo, hi)][:3]
+    if found or len(excerpt) < 12:
+        return found
+    best, spans = 0.8, []
+    pos = lo
+    for line in g.text[lo:hi].split("\n"):
+        stripped = line.strip()
+        if stripped and abs(len(stripped) - len(excerpt)) < len(excerpt):
+            ratio = difflib.SequenceMatcher(None, " ".join(stripped.split()), excerpt).ratio()
+            if ratio > best + 1e-9:
+                best, spans = ratio, []
+            if ratio >= best:
+                start = pos + line.index(stripped[0])
+                spans.append((start, start + len(stripped)))
+        pos += len(line) + 1
+    return spans[:3]
+
+
+def spans_from_text_evidence(graph: CodeGraph, text: str) -> Localization:
+    """Spans a free-text verdict (a judge's evidence) points at.
+
+    Code excerpts (backquoted, or lines that look like code) are found in the app ignoring
+    white space, or as the most similar lines (fuzzy); functions named in the text are blamed
+    whole; ``#id`` and ``.class`` selectors give the elements' tags and their style rules as
+    context.
+
+    Args:
+        graph: The app's graph.
+        text: The evidence.
+
+    Returns:
+        The localization: excerpts and named functions in S_dir, selectors in S_ctx.
+    """
+    c = _Case(graph, {}, None)
+    for excerpt in dict.fromkeys(_excerpts(text)):
+        for span in _find_code(graph, excerpt):
+            c.add("dir", span, f"quoted code {excerpt[:40]!r}", "text")
+    names = set(_IDENT.findall(text))
+    for fn in graph.functions:
+        if fn.name in names and fn.kind != "inline_handler":
+            c.add("dir", fn.span, f"function {fn.name} named in the text", "text", fn.index)
+    for kind, name in _SELECTOR_NAME.findall(text):
+        attr_ok = (lambda e: e.id == name) if kind == "#" else (lambda e: name in e.classes)
+        for e in graph.elements:
+            if attr_ok(e):
+                c.add("ctx", e.start_tag, f"element {kind}{name} named in the text", "text")
+        for r in graph.css_rules:
+            if re.search(re.escape(kind + name) + r"(?![-\w])", r.selector):
+                c.add("ctx", r.span, f"style rule for {kind}{name}", "text")
+    return c.result()

@@ -1,0 +1,458 @@
+"""Probe-failure strategies of diagnostic localization (``evaluators.localize.spans``).
+
+Holds the rules that blame code for a failed probe step: the ``text`` rules (writers of the
+checked element, handlers of the acted-on one, style rules, missing, dangling and
+misdirected element lookups, unbound handlers, and the context of what was blamed), the
+``naive`` baseline (whole functions querying the failing element), and the execution
+grounding of the ``grounded`` method with precise coverage (``ran_functions``).
+"""
+
+from __future__ import annotations
+
+import re
+
+from evaluators.localize.graph import CodeGraph
+from evaluators.localize.model import Element, EventBinding, Span
+from evaluators.localize.spans_common import (
+    _ACTION_EVENTS, _CHECK_WRITES, _TEXT, _bindings_for, _Case, _describe, _failure, _Failure,
+    _norm, _write_key, _write_keys, _writes, similar_names,
+)
+from evaluators.localize.spans_errors import _fn_at, _loops
+
+_STYLE_CHECKS = frozenset(("class", "css", "attribute", "visible", "hidden"))
+_SHOWN_PROPS = frozenset(("display", "visibility", "opacity", "width", "height", "max-height",
+                          "transform", "position", "left", "top", "clip-path", "overflow"))
+_CHECK_ATTRS = {"class": ("class",), "value": ("value",), "checked": ("checked",),
+                "enabled": ("disabled",), "disabled": ("disabled",),
+                "visible": ("class", "style", "hidden"), "hidden": ("class", "style", "hidden"),
+                "css": ("class", "style")}
+_HANG = re.compile(r"stopped answering|renderer crashed|infinite loop")
+
+
+# -- probe failures ----------------------------------------------------------------------------
+
+def _html_of(e: Element) -> Span:
+    """A leaf element whole (its text is its state); a container by its start tag."""
+    return e.span if not e.children and e.span[1] - e.span[0] <= 400 else e.start_tag
+
+
+def _binding(c: _Case, b: EventBinding, which: str, what: str) -> None:
+    """The binding (registration) and its handler function, as separate items."""
+    why = f"handler bound to {what} ({b.kind} '{b.event}')"
+    h = c.g.functions[b.handler].span if b.handler is not None else None
+    if h is not None and b.span[0] <= h[0] and h[1] <= b.span[1]:
+        c.add(which, (b.span[0], h[0]), why + ": registration")
+        c.add(which, (h[1], b.span[1]), why + ": registration")
+    else:
+        c.add(which, b.span, why + ": registration")
+    c.function(which, b.handler, why)
+    loop = _loop_head(c.g, b.span)
+    if loop is not None:
+        c.add(which, loop, f"loop that binds the handler of {what}")
+
+
+def _loop_head(g: CodeGraph, span: Span) -> Span | None:
+    """``for (...)`` of the innermost ``for`` loop around ``span`` (it picks the elements and
+    values each handler is bound with), or None."""
+    loops = [(s, e) for s, e in g.statements
+             if s < span[0] and span[1] <= e and g.text.startswith("for", s)]
+    if not loops:
+        return None
+    start = max(loops)[0]
+    depth, i = 0, g.text.find("(", start, span[0])
+    while 0 <= i < span[0]:
+        depth += {"(": 1, ")": -1}.get(g.text[i], 0)
+        if depth == 0:
+            return start, i + 1
+        i += 1
+    return None
+
+
+def _actor_handlers(c: _Case, f: _Failure, which: str) -> None:
+    what = _describe(c.g, f.actors, f.actor_label)
+    bindings = _bindings_for(c.g, f.actors, f.action)
+    for b in bindings:
+        _binding(c, b, which, what)
+    for y in f.actors:
+        c.add("ctx", _html_of(c.g.elements[y]), f"HTML of the acted-on {what}")
+    if bindings or not f.action:
+        return
+    events = _ACTION_EVENTS.get(f.action, frozenset())
+    for b in c.g.event_bindings:  # no binding on Y: window/document or unresolved targets
+        if (not b.elements) and b.event and b.event.lower() in events:
+            _binding(c, b, "ctx", b.global_target or b.target_text[:40])
+
+
+def _css_rules(c: _Case, f: _Failure) -> None:
+    check, name = f.checks[0]
+    if check == "class":
+        for n in _class_names(f.expected):
+            for r in c.g.css_rules:
+                if re.search(r"\." + re.escape(n) + r"(?![-\w])", r.selector):
+                    c.add("ctx", r.span, f"style rule for the expected class ({r.selector})")
+        return
+    props = {name.lower()} if check == "css" and name else (
+        _SHOWN_PROPS if check in ("visible", "hidden", "action") else set())
+    what = _describe(c.g, f.targets, f.label)
+    for x in f.targets:
+        for r in c.g.rules_for_element(x):
+            hit = [d.property for d in r.declarations if d.property.lower() in props]
+            if hit:
+                c.add("dir", r.span, f"rule {r.selector!r} matches {what} and sets {hit[0]}")
+            elif check == "css":
+                c.add("ctx", r.span, f"rule {r.selector!r} matches {what}")
+        parent = c.g.elements[x].parent
+        while parent is not None and check in ("visible", "hidden", "action"):
+            for r in c.g.rules_for_element(parent):
+                if any(d.property.lower() in ("display", "visibility") for d in r.declarations):
+                    c.add("ctx", r.span, f"rule {r.selector!r} can hide an ancestor of {what}")
+            parent = c.g.elements[parent].parent
+
+
+def _class_names(expected) -> list[str]:
+    text = expected.get("regex", "") if isinstance(expected, dict) else str(expected or "")
+    return [w for w in re.findall(r"[A-Za-z_][-\w]*", text.replace("\\b", " ")) if len(w) > 1]
+
+
+def _element_html(c: _Case, f: _Failure, writes: bool) -> None:
+    """Attributes of X that hold the checked state, and X's HTML."""
+    what = _describe(c.g, f.targets, f.label)
+    direct = f.initial or f.check in _STYLE_CHECKS
+    for x in f.targets:
+        e = c.g.elements[x]
+        names = _CHECK_ATTRS.get(f.check, ())
+        if f.check == "attribute":
+            names = (str(f.checks[0][1] or "").lower(),)
+        for a in (e.attr(n) for n in names):
+            if a is not None:
+                c.add("dir" if direct else "ctx", a.span, f"attribute of {what} in the HTML")
+        leaf_text = f.initial and not writes and _CHECK_WRITES.get(f.check) is _TEXT
+        c.add("dir" if leaf_text else "ctx", _html_of(e), f"HTML of the checked {what}")
+
+
+def _failed_check(c: _Case, f: _Failure) -> None:
+    """A check on X failed (wrong text, value, class, style...) after an action on Y."""
+    what = _describe(c.g, f.targets, f.label)
+    keys = _write_keys(f)
+    writes = _writes(c.g, f.targets, keys)
+    for w in writes:
+        c.statement("dir", w.span, f"writes {w.kind} {w.detail} of {what}".replace("  ", " "),
+                    w.function)
+        c.function("ctx", w.function, f"function writing {what}")
+    if not writes and keys is not None:
+        fns = {b.handler for b in _bindings_for(c.g, f.actors, f.action)} - {None}
+        fns |= {t for fi in list(fns) for call in c.g.calls_from(fi) for t in call.targets}
+        for w in c.g.element_writes:
+            if w.function in fns and _write_key(w) in keys:
+                c.statement("dir", w.span, f"the action's handler writes {w.kind} of "
+                            f"{_describe(c.g, w.elements, 'an unresolved element')}, not of "
+                            f"{what}", w.function)
+        for w in _writes(c.g, f.targets, None):  # the missing update belongs with the others
+            c.function("dir", w.function, f"writes {what}, but not what the check reads")
+    if f.check in _STYLE_CHECKS or f.check == "action":
+        _css_rules(c, f)
+    _element_html(c, f, bool(writes))
+    direct = f.check != "action" and (f.check not in _STYLE_CHECKS or not writes)
+    _actor_handlers(c, f, "dir" if direct else "ctx")
+
+
+def _js_mentions(g: CodeGraph, name: str, limit: int = 8) -> list[Span]:
+    """Spans where script code spells ``name`` as a whole word (ids in strings, templates)."""
+    pattern = re.compile(r"(?<![-\w])" + re.escape(name) + r"(?![-\w])")
+    out = []
+    for s in g.scripts:
+        for m in pattern.finditer(g.text, s.span[0], s.span[1]):
+            out.append(m.span())
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def _missing_element(c: _Case, f: _Failure) -> None:
+    """No element matched X's locator: blame where it is created, named or looked up."""
+    g = c.g
+    what = _describe(g, f.targets, f.label)
+    queried = set()
+    for q in g.dom_queries:
+        arg = (q.argument or "").lstrip("#.")
+        if set(q.elements) & set(f.targets) or (arg and arg in f.names):
+            queried.add(q.span)
+            c.statement("dir", q.span, f"looks up {what}", q.function)
+            c.function("ctx", q.function, f"function looking up {what}")
+    for name in f.names:
+        for s in _js_mentions(g, name):
+            if not any(a <= s[0] < b for a, b in queried):
+                c.statement("dir", s, f"code names '{name}' (creates or finds the element)",
+                            _fn_at(g, s[0]))
+    near = list(f.targets)
+    for x in f.targets:
+        c.add("dir", g.elements[x].start_tag, f"{what} exists in the HTML but was not found "
+              "when the probe ran")
+    if not f.targets:
+        for e in g.elements:
+            if any(similar_names(n, v) for n in f.names for v in (e.id or "",) + e.classes):
+                near.append(e.index)
+                c.add("dir", e.start_tag, f"element {_describe(g, [e.index])} is named like "
+                      f"the missing {', '.join(f.names[:2])}")
+    for x in near:
+        parent = g.elements[x].parent
+        if parent is None:
+            continue
+        c.add("ctx", g.elements[parent].start_tag, "parent of the expected element")
+        for w in g.writes_to_element(parent):
+            if w.kind in ("children", "innerHTML"):
+                c.statement("dir", w.span, "rewrites the children of the expected element's "
+                            "parent", w.function)
+    _missing_container(c, f, what)
+    _actor_handlers(c, f, "ctx")
+
+
+def _missing_container(c: _Case, f: _Failure, what: str) -> None:
+    """The containers a missing element's locator names: their HTML and lookups as context,
+    and, when nothing else was blamed, the code that renders into them."""
+    found = c.has("dir")
+    for e in c.g.elements:
+        if e.id in f.outer_names or set(e.classes) & set(f.outer_names):
+            c.add("ctx", e.start_tag, f"container {_describe(c.g, [e.index])} of the missing "
+                  f"{what}")
+    for q in c.g.dom_queries:
+        arg = (q.argument or "").lstrip("#.")
+        if not arg or arg not in f.outer_names:
+            continue
+        c.statement("ctx", q.span, f"looks up {arg}, which should contain {what}", q.function)
+        own = c.g.enclosing_statement(q.span[0])
+        for s in _js_mentions(c.g, q.variable or "") if not found else ():
+            if c.g.enclosing_statement(s[0]) != own:
+                c.statement("dir", s, f"renders into {arg}, where {what} should appear",
+                            _fn_at(c.g, s[0]))
+
+
+def _dangling_queries(c: _Case, f: _Failure) -> None:
+    """Queries for an id or class no element has, named like the element the probe wanted."""
+    wanted = [n for n in f.names + f.actor_names]
+    for q in c.g.dom_queries:
+        arg = (q.argument or "").strip().lstrip("#.")
+        if q.elements or not arg or not re.fullmatch(r"[-\w]+", arg):
+            continue
+        if any(similar_names(arg, n) for n in wanted) and arg not in wanted:
+            c.statement("dir", q.span, f"queries '{arg}', which no element has (the probe "
+                        f"expects {', '.join(wanted[:2])})", q.function)
+
+
+_ROLE_WORDS = re.compile(r"(?:el|elem|element|node|ref)$")
+
+
+def _misdirected_queries(c: _Case, f: _Failure) -> None:
+    """Lookups stored in a variable named after one element that return another
+    (``const btn2D = document.getElementById('canvas-3d')``), when the variable is named like
+    X or Y or is read by code blamed directly."""
+    g = c.g
+    by_norm: dict[str, int] = {}
+    for e in g.elements:
+        if e.id:
+            by_norm.setdefault(_norm(e.id), e.index)
+    wanted = f.names + f.outer_names + f.actor_names
+    direct = [i.span for i in c.items if i.set == "dir" and i.fn is not None]
+    for q in g.dom_queries:
+        if not q.variable or not q.exact or q.method != "getElementById":
+            continue
+        var = q.variable.split(".")[-1]
+        named = by_norm.get(_norm(var)) or by_norm.get(_ROLE_WORDS.sub("", _norm(var)))
+        if named is None:  # a variable named like an element the probe used
+            named = next((g.element_by_id(n).index for n in wanted
+                          if g.element_by_id(n) is not None and similar_names(var, n)), None)
+        if named is None or named in q.elements:
+            continue
+        pattern = re.compile(r"(?<![\w$.])" + re.escape(var) + r"(?![\w$])")
+        used = any(pattern.search(g.text, s, e) for s, e in direct)
+        if used or g.elements[named].id in wanted:
+            c.statement("dir", q.span, f"{q.variable} is named after #{g.elements[named].id} "
+                        f"but looks up {q.argument!r}", q.function)
+
+
+_FORM_EVENTS = frozenset(("input", "change", "changed"))
+_FORM_TAGS = frozenset(("input", "select", "textarea", "form", "fieldset", "option"))
+
+
+def _stem(ident: str | None) -> str:
+    """``btn`` for ``btn-2A1``: ids of one family differ in their last part."""
+    return re.sub(r"[-_]?[^-_]*$", "", ident or "")
+
+
+def _unbound_actor(c: _Case, f: _Failure) -> None:
+    """Y has no handler while elements like it do: the registrations that should cover it."""
+    g = c.g
+    if not f.actors or not f.action or _bindings_for(g, f.actors, f.action):
+        return
+    events = _ACTION_EVENTS.get(f.action, frozenset())
+    y = g.elements[f.actors[0]]
+    for b in g.event_bindings:  # form events bound on elements that never fire them
+        if (b.event or "").lower() in events & _FORM_EVENTS and b.elements and all(
+                g.elements[i].tag not in _FORM_TAGS for i in b.elements):
+            c.add("dir", b.span, f"binds {b.event} on {_describe(g, b.elements)}, which never "
+                  f"fires it, while {_describe(g, f.actors)} has no handler")
+    for b in g.event_bindings:
+        like = [g.elements[i] for i in b.elements]
+        if b.event and b.event.lower() in events and any(
+                e.tag == y.tag and (e.parent == y.parent or set(e.classes) & set(y.classes)
+                                    or _stem(e.id) == _stem(y.id) != "") for e in like):
+            end = b.handler_span[0] if b.span[0] < b.handler_span[0] < b.span[1] else b.span[1]
+            c.add("dir", (b.span[0], end), f"binds {b.event} on elements like "
+                  f"{_describe(g, f.actors)}, which has no handler")
+            loop = _loop_head(g, b.span)
+            if loop is not None:
+                c.add("dir", loop, f"loop that binds elements like {_describe(g, f.actors)}")
+
+
+def _context(c: _Case) -> None:
+    """Callees, call sites and program state of the functions blamed directly."""
+    g = c.g
+    fns = sorted({i.fn for i in c.items if i.set == "dir" and i.fn is not None})
+    for fi in fns:
+        name = g.functions[fi].qualname or "an anonymous function"
+        for call in g.calls_from(fi):
+            for t in call.targets:
+                if t != fi:
+                    c.function("ctx", t, f"called by {name}")
+        for call in g.calls_to(fi):
+            c.statement("ctx", call.span, f"calls {name}", call.caller)
+        s, e = g.functions[fi].span
+        for v in g.state_vars:
+            if any(s <= a < e for a, _ in v.reads + v.writes):
+                c.add("ctx", v.decl, f"declares state {v.name} used by {name}")
+                for w in v.writes:
+                    if not s <= w[0] < e:
+                        c.statement("ctx", w, f"writes state {v.name} used by {name}", None)
+
+
+def _naive_queries(c: _Case, f: _Failure, why: str) -> None:
+    elements = set(f.targets) or set(f.actors)
+    names = set(f.names) if f.targets or not f.actors else set(f.actor_names)
+    for q in c.g.dom_queries:
+        arg = (q.argument or "").lstrip("#.")
+        if set(q.elements) & elements or (arg and arg in names):
+            if q.function is None:
+                c.statement("dir", q.span, why + ": top-level query", None)
+            else:
+                c.function("dir", q.function, why)
+
+
+def _probe_text(c: _Case) -> None:
+    f = _failure(c.g, c.d, c.probe)
+    c.failure = f
+    if _HANG.search(str(c.d.get("message", ""))):
+        _loops(c)
+    (_missing_element if f.missing else _failed_check)(c, f)
+    _dangling_queries(c, f)
+    _misdirected_queries(c, f)
+    _unbound_actor(c, f)
+    if not c.has("dir"):
+        _naive_queries(c, f, "fallback: the function looking up the failing element")
+    _context(c)
+
+
+def _probe_naive(c: _Case) -> None:
+    _naive_queries(c, _failure(c.g, c.d, c.probe), "function querying the failing element")
+
+
+# -- execution grounding -----------------------------------------------------------------------
+
+def ran_functions(g: CodeGraph, coverage: dict | None) -> set[int]:
+    """Graph functions that precise coverage saw run (count > 0).
+
+    A covered range is matched to the graph function ending at the same offset whose start is
+    nearest (V8 and tree-sitter may disagree on where a function starts: the ``function``
+    keyword, the name or the parameters), else to the innermost function containing it.
+    """
+    by_end: dict[int, list[int]] = {}
+    for fn in g.functions:
+        by_end.setdefault(fn.span[1], []).append(fn.index)
+    ran = set()
+    for cov in (coverage or {}).get("functions") or ():
+        if not isinstance(cov, dict) or not cov.get("count", 1) or cov.get("start") is None:
+            continue
+        s, e = int(cov["start"]), int(cov.get("end", cov["start"]))
+        same_end = by_end.get(e)
+        if same_end:
+            ran.add(min(same_end, key=lambda i: abs(g.functions[i].span[0] - s)))
+            continue
+        fn = g.enclosing_function(s)
+        if fn is not None and fn.span[1] >= e:
+            ran.add(fn.index)
+    return ran
+
+
+def _ground(c: _Case) -> None:
+    """Execution grounding of a probe failure with the functions that ran since load.
+
+    Adds to S_dir the writers of X and the handlers of Y that ran, and the functions they
+    called that ran; then moves the blamed functions that did not run to S_ctx, unless none
+    of them ran. When the action ran no code at all, blames the wiring (``_nothing_ran``).
+    """
+    cov = c.d.get("coverage")
+    if not isinstance(cov, dict) or not isinstance(cov.get("functions"), list):
+        return
+    g, f = c.g, c.failure
+    ran = ran_functions(g, cov)
+    if not ran and f.action:
+        _nothing_ran(c)
+        return
+    what = _describe(g, f.targets, f.label)
+    keys = _write_keys(f)
+    writes = _writes(g, f.targets, keys)
+    for w in writes:
+        if w.function in ran:
+            c.function("dir", w.function, f"ran before the failure and writes {what}",
+                       "coverage")
+    if not writes and keys is not None and not f.missing:
+        for w in g.element_writes:
+            if w.function in ran and _write_key(w) in keys:
+                c.statement("dir", w.span, f"ran before the failure and writes {w.kind} of "
+                            f"{_describe(g, w.elements, 'an unresolved element')}, not of "
+                            f"{what}", w.function, "coverage")
+    actor = _describe(g, f.actors, f.actor_label)
+    bindings = _bindings_for(g, f.actors, f.action)
+    if not bindings and f.action:  # Y unresolved (made by script): handlers that fit the action
+        events = _ACTION_EVENTS.get(f.action, frozenset())
+        bindings = [b for b in g.event_bindings if b.event and b.event.lower() in events
+                    and not b.global_target]
+    for b in bindings:
+        if b.handler in ran:
+            c.function("dir", b.handler, f"ran before the failure, bound to {b.target_text[:40]} "
+                       f"for the action on {actor}", "coverage")
+    for fi in sorted({i.fn for i in c.items if i.set == "dir" and i.fn in ran}):
+        for call in g.calls_from(fi):
+            for t in call.targets:
+                if t in ran and t != fi:
+                    c.function("dir", t, f"ran before the failure, called by "
+                               f"{g.functions[fi].qualname or 'a blamed function'}", "coverage")
+    direct = [i for i in c.items if i.set == "dir" and i.fn is not None]
+    if any(i.fn in ran for i in direct):
+        for i in direct:
+            if i.fn not in ran:
+                i.set, i.by = "ctx", "coverage"
+                i.why += "; did not run before the failure"
+
+
+def _nothing_ran(c: _Case) -> None:
+    """An action ran no code at all: its handler was never bound, so blame the wiring (the
+    registrations and the start-up code that should have made them), not the handlers."""
+    for i in c.items:
+        if i.set == "dir" and i.fn is not None:
+            i.set, i.by = "ctx", "coverage"
+            i.why += "; no code ran after the action"
+    for b in c.g.event_bindings:
+        if b.global_target and (b.event or "").lower() in ("load", "domcontentloaded"):
+            named = re.fullmatch(r"[\w$.]+", b.handler_text)
+            c.add("dir", b.span if named else (b.span[0], b.handler_span[0]),
+                  f"start-up binding ({b.target_text} '{b.event}'): nothing ran after the "
+                  "action, so the handlers may never have been bound", "coverage")
+    for fn in c.g.functions:
+        if fn.name in ("setup", "init", "main") and fn.parent is None:
+            c.function("ctx", fn.index, "start-up function", "coverage")
+
+
+def _probe_grounded(c: _Case) -> None:
+    _probe_text(c)
+    _ground(c)
+    _context(c)

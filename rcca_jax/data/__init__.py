@@ -1,0 +1,1 @@
+"""Generated training data: small interactive-app task families and their tokenizer."""

@@ -1,0 +1,1 @@
+"""The RCCA training loop: SFT warm-up, then rollouts, evaluation, weighted GRPO."""

@@ -1,0 +1,45 @@
+"""Both evaluator fleets score the same rollouts the same way (real Chromium)."""
+
+from __future__ import annotations
+
+import pytest
+
+from rcca_jax.data import taskfamily
+from rcca_jax.data.tokenizer import train_tokenizer, training_texts
+from rcca_jax.train.config import EvaluatorConfig
+from rcca_jax.train.rewards import FLEETS
+from evaluators.tasks import load_tasks
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    import json
+
+    raw = taskfamily.generate(4, seed=5, families=("counter", "greeting"))
+    path = tmp_path_factory.mktemp("t") / "tasks.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in raw))
+    tok = train_tokenizer(training_texts(raw), vocab_size=512)
+    good = [tok(taskfamily.reference_response(t), add_special_tokens=False)["input_ids"] for t in raw]
+    broken = [tok(taskfamily.reference_response(t).replace("<script>", "<script>throw 1;"),
+                  add_special_tokens=False)["input_ids"] for t in raw]
+    return load_tasks(path), [t["id"] for t in raw], tok, good, broken
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_fleet_scores_and_weighs(setup, backend):
+    tasks, ids, tok, good, broken = setup
+    fleet = FLEETS[backend](tasks, EvaluatorConfig(workers=2, pages_per_worker=2, probe_time_limit_ms=10000),
+                            tok, "grounded")
+    try:
+        scored = fleet.score(ids + ids, good + broken)
+    finally:
+        fleet.close()
+    assert scored.valid.all()
+    assert list(scored.rewards[:4]) == [1.0] * 4
+    assert all(r < 1.0 for r in scored.rewards[4:])
+    assert [r["task_id"] for r in scored.records] == ids + ids  # order kept
+    for w, d, t in zip(scored.weights_base, scored.diagnosed, good + broken):
+        assert w.shape == (len(t),) and d.shape == (len(t),)
+    assert any(d.any() for d in scored.diagnosed[4:]), "broken apps should have diagnosed tokens"
