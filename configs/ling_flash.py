@@ -19,7 +19,11 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     cfg.model = ml_collections.ConfigDict({
         "dtype": "bfloat16",
         "param_dtype": "float32",
-        "moe_dispatch": "dropless",
+        # GShard capacity dispatch: XLA plans the all-to-all. The dropless path's
+        # all_to_all sends every token to every expert shard (XLA:CPU has no
+        # ragged all-to-all to test a tighter one), which does not fit on v5p.
+        "moe_dispatch": "capacity",
+        "capacity_factor": 1.25,
         "remat": True,
     })
     cfg.mesh = ml_collections.ConfigDict({"data": 1, "fsdp": -1, "expert": 8, "tensor": 1})

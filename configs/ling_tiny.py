@@ -5,7 +5,8 @@ Run:
 Benchmark:
   python benchmarks/model_speed.py --config=configs/ling_tiny.py
 
-Expected figures: about 1.7M parameters, 0.8M active per token.
+Expected figures: 0.8M parameters, 0.4M active per token; on 2 CPU cores (shared) forward+backward
+of 8x256 tokens runs at about 840 tokens/s (dropless) and 1,300 tokens/s (capacity).
 """
 
 import ml_collections

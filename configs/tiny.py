@@ -14,7 +14,7 @@ import ml_collections
 def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     cfg = ml_collections.ConfigDict()
     cfg.seed = 0
-    cfg.seq_len = 512
+    cfg.seq_len = 384  # prompts <= 97 and references <= 224 tokens (the task family)
     cfg.model = ml_collections.ConfigDict({
         "vocab_size": 1024, "hidden_size": 96, "intermediate_size": 192, "moe_intermediate_size": 48,
         "num_layers": 4, "num_heads": 4, "kv_lora_rank": 32, "qk_rope_head_dim": 16,
@@ -26,13 +26,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     cfg.mesh = ml_collections.ConfigDict({"data": -1})
     cfg.data = ml_collections.ConfigDict({"source": "taskfamily", "num_tasks": 32, "seed": 0,
                                           "vocab_size": 1024})
-    cfg.sft = ml_collections.ConfigDict({"steps": 150, "batch_size": 8, "learning_rate": 3e-3,
+    cfg.sft = ml_collections.ConfigDict({"steps": 100, "batch_size": 8, "learning_rate": 3e-3,
                                          "warmup_steps": 10})
     cfg.train = ml_collections.ConfigDict({"learning_rate": 2e-4, "logprob_chunk": 128})
-    cfg.sampler = ml_collections.ConfigDict({"max_new_tokens": 320, "temperature": 1.0, "group_size": 4})
-    cfg.rl = ml_collections.ConfigDict({"steps": 10, "prompts_per_step": 4, "method": "rcca",
+    cfg.sampler = ml_collections.ConfigDict({"max_new_tokens": 256, "temperature": 1.0, "group_size": 4})
+    cfg.rl = ml_collections.ConfigDict({"steps": 8, "prompts_per_step": 3, "method": "rcca",
                                         "localization": "grounded", "eval_prompts": 8})
-    cfg.evaluator = ml_collections.ConfigDict({"backend": "local", "workers": 1, "pages_per_worker": 4,
+    cfg.evaluator = ml_collections.ConfigDict({"backend": "local", "workers": 1, "pages_per_worker": 6,
                                                "probe_time_limit_ms": 10000})
     cfg.checkpoint = ml_collections.ConfigDict({"every_steps": 50, "max_to_keep": 2})
     cfg.log = ml_collections.ConfigDict({"every_steps": 1, "sample_apps": 1})

@@ -98,6 +98,7 @@ class LingConfig:
     param_dtype: str = "float32"  # parameters
     moe_dispatch: str = "dropless"  # "dropless" (ragged_dot) or "capacity" (einsum)
     capacity_factor: float = 1.25
+    moe_group_size: int = 1024  # tokens per capacity group ("capacity" dispatch)
     remat: bool = False
 
     def __post_init__(self):

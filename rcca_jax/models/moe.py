@@ -18,8 +18,6 @@ Dispatch paths with equal results when nothing is dropped:
 from __future__ import annotations
 
 import math
-from functools import partial
-
 import jax
 import jax.numpy as jnp
 from flax import nnx
@@ -147,26 +145,47 @@ def capacity(tokens: int, cfg: LingConfig) -> int:
 
 
 def dispatch_capacity(x, weights, ids, w_gate, w_up, w_down, cfg: LingConfig):
-    """GShard-style routed experts with a per-sequence capacity.
+    """GShard-style routed experts with a capacity per group of tokens.
 
-    x [B, T, D], weights/ids [B, T, k] -> [B, T, D]. Pairs beyond an expert's
-    capacity (in token order, then slot order) are dropped.
+    x [B, T, D], weights/ids [B, T, k] -> [B, T, D]. Each sequence is cut into
+    groups of `moe_group_size` tokens (the last one padded); an expert takes
+    at most ceil(capacity_factor * group * k / E) pairs per group, in token
+    order then slot order, and drops the rest. Padding comes last in its
+    group, so it never displaces a real token. The dispatch and combine
+    tensors are [B*N, G, E, C], built one routing slot at a time so the
+    [.., k, E, C] product never exists.
     """
     b, t, k = ids.shape
-    e, cap = cfg.num_experts, capacity(t, cfg)
-    onehot = jax.nn.one_hot(ids.reshape(b, t * k), e, dtype=jnp.int32)  # [B, T*k, E]
-    pos = jnp.cumsum(onehot, axis=1) - 1
-    keep = (pos < cap) & (onehot > 0)
-    slot = jax.nn.one_hot(jnp.where(keep, pos, cap), cap, dtype=x.dtype)  # [B, T*k, E, C]
-    slot = slot.reshape(b, t, k, e, cap)
-    dispatch = slot.sum(2)  # [B, T, E, C]
-    combine = jnp.einsum("btkec,btk->btec", slot, weights.astype(x.dtype))
-    dispatch = sharding.constrain(dispatch, ("batch", "seq", "exp", None))
-    xe = jnp.einsum("btec,btd->becd", dispatch, x)
+    d, e = x.shape[-1], cfg.num_experts
+    g = min(cfg.moe_group_size, t)
+    pad = (-t) % g
+    if pad:
+        x = jnp.pad(x, ((0, 0), (0, pad), (0, 0)))
+        ids = jnp.pad(ids, ((0, 0), (0, pad), (0, 0)))
+        weights = jnp.pad(weights, ((0, 0), (0, pad), (0, 0)))
+    n = (t + pad) // g
+    cap = capacity(g, cfg)
+    xg = x.reshape(b * n, g, d)
+    ids = ids.reshape(b * n, g, k)
+    weights = weights.reshape(b * n, g, k).astype(x.dtype)
+    onehot = jax.nn.one_hot(ids.reshape(b * n, g * k), e, dtype=jnp.int32)  # [BN, G*k, E]
+    pos = (jnp.cumsum(onehot, axis=1) - 1).reshape(b * n, g, k, e)
+    pos = jnp.take_along_axis(pos, ids[..., None], axis=-1)[..., 0]  # [BN, G, k] slot in its expert
+    dispatch = jnp.zeros((b * n, g, e, cap), x.dtype)
+    combine = jnp.zeros((b * n, g, e, cap), x.dtype)
+    for j in range(k):
+        keep = (pos[..., j] < cap).astype(x.dtype)[..., None, None]
+        one = jax.nn.one_hot(ids[..., j], e, dtype=x.dtype)[..., None] * \
+            jax.nn.one_hot(pos[..., j], cap, dtype=x.dtype)[..., None, :] * keep  # [BN, G, E, C]
+        dispatch = dispatch + one
+        combine = combine + one * weights[..., j, None, None]
+    dispatch = sharding.constrain(dispatch, ("batch", None, "exp", None))
+    xe = jnp.einsum("bgec,bgd->becd", dispatch, xg)
     xe = sharding.constrain(xe, ("batch", "exp", None, "act_embed"))
     h = jax.nn.silu(jnp.einsum("becd,edf->becf", xe, w_gate)) * jnp.einsum("becd,edf->becf", xe, w_up)
     ye = jnp.einsum("becf,efd->becd", h, w_down)
-    return jnp.einsum("btec,becd->btd", combine, ye)
+    y = jnp.einsum("bgec,becd->bgd", combine, ye).reshape(b, n * g, d)
+    return y[:, :t]
 
 
 class MoE(nnx.Module):

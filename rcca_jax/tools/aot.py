@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import time
 
 # No TPU VM here: keep libtpu from querying the GCE metadata server for one.
@@ -130,7 +131,15 @@ def main(argv=None) -> None:
               "TFLOP/chip/step", "compile s", "fits")
     print(" | ".join(header))
     for topo in (SEARCH if args.topology == "search" else (args.topology,)):
-        plan = compile_step(cfg, topo, args.expert, args.per_chip_batch, seq)
+        try:
+            plan = compile_step(cfg, topo, args.expert, args.per_chip_batch, seq)
+        except Exception as e:  # XLA refuses to compile what cannot fit; that is an answer too
+            need = re.search(r"temporaries \(([\d.]+)G\)", str(e))
+            if "RESOURCE_EXHAUSTED" not in str(e):
+                raise
+            print(f"{topo} | - | - | - | {need.group(1) if need else '?'} (XLA: out of HBM) | - | - | - | - | - | no",
+                  flush=True)
+            continue
         fits = plan.total_gb <= args.hbm_gb
         mesh = "x".join(f"{k}{v}" for k, v in plan.mesh.items() if v > 1)
         print(f"{plan.topology} | {plan.chips} | {mesh} | {plan.argument_gb:.1f} | {plan.temp_gb:.1f} | "

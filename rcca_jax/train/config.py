@@ -111,6 +111,10 @@ def run_config(cd: ml_collections.ConfigDict, n_devices: int) -> RunConfig:
     sections = {name: _section(name, cls, dict(d.get(name, {}))) for name, cls in _SECTIONS.items()}
     if sections["sampler"].group_size < 2 and sections["rl"].steps:
         raise ConfigError("config.sampler.group_size: GRPO needs at least 2 samples per prompt")
+    if sections["rl"].steps and sections["sampler"].temperature != sections["train"].temperature:
+        # The ratio's old log-probs are under the tempered policy; the step must recompute the same.
+        raise ConfigError(f"config.train.temperature={sections['train'].temperature} must equal "
+                          f"config.sampler.temperature={sections['sampler'].temperature}")
     return RunConfig(model=model_config(d.get("model", {})),
                      mesh=mesh_shape(d.get("mesh", {"fsdp": -1}), n_devices),
                      seq_len=int(d.get("seq_len", 1024)), seed=int(d.get("seed", 0)), **sections)
