@@ -1,7 +1,6 @@
 """ling_tiny: the Ling-3.0 architecture at CPU-test size (both layer kinds, MoE, groups).
 
-Run:
-  python -m rcca_jax.launch --config=configs/ling_tiny.py
+A model-only config (tests, benchmarks); the CPU training demo is configs/tiny.py.
 Benchmark:
   python benchmarks/model_speed.py --config=configs/ling_tiny.py
 

@@ -68,6 +68,7 @@ class LingConfig:
     v_head_dim: int = 128
     rope_theta: float = 6_000_000.0
     attention_bias: bool = False
+    attn_block: int = 512  # queries per attention block (scores are [B, H, block, S])
     # KDA (linear attention) layers.
     linear_head_dim: int = 128
     conv_kernel: int = 4

@@ -17,6 +17,41 @@ from rcca_jax.models.layers import Linear, RMSNorm, apply_rope_interleaved, rope
 from rcca_jax.sharding import constrain
 
 
+def _attend(q_nope, q_rot, k_nope, k_rot, v, slot_q, key_mask, scale):
+    """Softmax attention of one block of queries over all S keys (fp32 softmax)."""
+    s = k_nope.shape[1]
+    scores = (jnp.einsum("bthk,bshk->bhts", q_nope, k_nope)
+              + jnp.einsum("bthr,bsr->bhts", q_rot, k_rot)) * scale
+    allowed = (jnp.arange(s)[None, :] <= slot_q[:, None])[None, None] & key_mask[:, None, None, :]
+    scores = jnp.where(allowed, scores.astype(jnp.float32), jnp.finfo(jnp.float32).min)
+    probs = jax.nn.softmax(scores, axis=-1).astype(v.dtype)
+    return jnp.einsum("bhts,bshk->bthk", probs, v)
+
+
+def blocked_attention(q_nope, q_rot, k_nope, k_rot, v, slot_q, key_mask, scale, block: int):
+    """Causal attention in blocks of `block` queries: scores are [B, H, block, S], never
+    [B, H, T, S], and each block is rematerialised in the backward pass.
+
+    Args: q_nope [B, T, H, K], q_rot [B, T, H, R], k_nope [B, S, H, K], k_rot [B, S, R],
+    v [B, S, H, Vd], slot_q [T] (cache slot of each query), key_mask [B, S].
+    """
+    t = q_nope.shape[1]
+    if t <= block:
+        return _attend(q_nope, q_rot, k_nope, k_rot, v, slot_q, key_mask, scale)
+    pad = (-t) % block
+    n = (t + pad) // block
+
+    def split(a):  # [B, T, ...] -> [N, B, block, ...]
+        a = jnp.pad(a, [(0, 0), (0, pad)] + [(0, 0)] * (a.ndim - 2))
+        return jnp.moveaxis(a.reshape(a.shape[0], n, block, *a.shape[2:]), 1, 0)
+
+    slots = jnp.pad(slot_q, (0, pad), constant_values=slot_q[-1]).reshape(n, block)
+    one = jax.checkpoint(lambda qn, qr, sq: _attend(qn, qr, k_nope, k_rot, v, sq, key_mask, scale))
+    out = jax.lax.map(lambda xs: one(*xs), (split(q_nope), split(q_rot), slots))  # [N, B, block, H, Vd]
+    out = jnp.moveaxis(out, 0, 1).reshape(q_nope.shape[0], n * block, *out.shape[3:])
+    return out[:, :t]
+
+
 class MLA(nnx.Module):
     def __init__(self, cfg: LingConfig, rngs: nnx.Rngs):
         d, h = cfg.hidden_size, cfg.num_heads
@@ -75,15 +110,10 @@ class MLA(nnx.Module):
         kv = self.kv_b_proj(c).reshape(b, s, h, cfg.qk_nope_head_dim + cfg.v_head_dim)
         k_nope, v = kv[..., :cfg.qk_nope_head_dim], kv[..., cfg.qk_nope_head_dim:]
         k_nope = constrain(k_nope, ("batch", "seq", "heads", "kv"))
-        scores = (jnp.einsum("bthk,bshk->bhts", q_nope, k_nope)
-                  + jnp.einsum("bthr,bsr->bhts", q_rot, k_rot)) * self.scale
-        allowed = jnp.arange(s)[None, :] <= slot_q[:, None]  # [T, S]
-        allowed = allowed[None, None]
-        if key_mask is not None:
-            allowed = allowed & key_mask[:, None, None, :]
-        scores = jnp.where(allowed, scores.astype(jnp.float32), jnp.finfo(jnp.float32).min)
-        probs = jax.nn.softmax(scores, axis=-1).astype(x.dtype)
-        o = jnp.einsum("bhts,bshk->bthk", probs, v)  # [B, T, H, Vd]
+        if key_mask is None:
+            key_mask = jnp.ones((b, s), bool)
+        o = blocked_attention(q_nope, q_rot, k_nope, k_rot, v, slot_q, key_mask, self.scale,
+                              cfg.attn_block)  # [B, T, H, Vd]
         gate = jax.nn.sigmoid(self.g_proj(x).astype(jnp.float32)).astype(x.dtype)  # [B, T, H]
         o = (o * gate[..., None]).reshape(b, t, h * cfg.v_head_dim)
         return self.o_proj(o), new_cache

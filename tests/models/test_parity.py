@@ -37,7 +37,7 @@ def _ref_logits(ref, toks, mask=None):
 @pytest.mark.parametrize("chunk", [8, pytest.param(64, marks=pytest.mark.slow)])
 def test_logits_match_reference(pair, chunk):
     name, ref, path = pair
-    model = from_pretrained(path, kda_chunk_size=chunk)
+    model = from_pretrained(path, kda_chunk_size=chunk, attn_block=chunk)
     toks = reference.tokens(ref.config.vocab_size, (3, 37), seed=1)
     want = _ref_logits(ref, toks)
     got = np.asarray(model(jnp.asarray(toks)))
@@ -84,7 +84,7 @@ def test_left_padded_batch_matches_unpadded_rows(pair):
 
 def test_cached_prefill_in_pieces_equals_one_forward(pair):
     _, ref, path = pair
-    model = from_pretrained(path, kda_chunk_size=4)
+    model = from_pretrained(path, kda_chunk_size=4, attn_block=4)
     toks = jnp.asarray(reference.tokens(ref.config.vocab_size, (2, 23), seed=5))
     full = np.asarray(model(toks))
     cache = model.init_cache(2, 32)

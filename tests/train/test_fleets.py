@@ -20,7 +20,7 @@ def setup(tmp_path_factory):
     path.write_text("".join(json.dumps(t) + "\n" for t in raw))
     tok = train_tokenizer(training_texts(raw), vocab_size=512)
     good = [tok(taskfamily.reference_response(t), add_special_tokens=False)["input_ids"] for t in raw]
-    broken = [tok(taskfamily.reference_response(t).replace("<script>", "<script>throw 1;"),
+    broken = [tok(taskfamily.reference_response(t).replace("<script>", "<script>missingSetup();"),
                   add_special_tokens=False)["input_ids"] for t in raw]
     return load_tasks(path), [t["id"] for t in raw], tok, good, broken
 

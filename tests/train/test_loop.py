@@ -51,6 +51,7 @@ def test_tiny_configs_validate():
 
 @pytest.mark.browser
 @pytest.mark.slow
+@pytest.mark.timeout(3000)  # three launcher runs (compiles, Chromium) on 2 cores
 def test_two_steps_then_resume_exactly(tmp_path):
     """SFT 2 + RL 2 steps; then a run stopped after RL step 1 and resumed equals the uninterrupted run."""
     full = tmp_path / "full"
