@@ -3,10 +3,16 @@
 Run (on a TPU v5p pod, every worker):
   python -m rcca_jax.launch --config=configs/ling_flash.py --workdir=gs://BUCKET/run
 Plan the slice without a TPU:
-  python -m rcca_jax.tools.aot --config=configs/ling_flash.py --topology=v5p:4x4x8
+  python -m rcca_jax.tools.aot --config=configs/ling_flash.py --topology=v5p:2x4x4
 
 Expected figures (rcca_jax.models.param_counts): 124.41B parameters, 5.10B
 active per token (embedding lookup excluded), 10.2 GFLOP/token forward.
+AOT plan (libtpu, XLA memory analysis, one 8192-token sequence per chip per
+micro-step): v5p:2x4x4 (32 chips, fsdp 4 x expert 8) fits: 56.4 GB arguments
++ 24.3 GB temporaries = 80.7 GB per chip (outputs alias the donated state),
+446.5 TFLOP per chip per step; 16 chips cannot hold fp32 weights + AdamW
+moments (1.49 TB). Before blocked attention and grouped capacity dispatch the
+same slice needed 100-350 GB of temporaries.
 """
 
 import ml_collections
