@@ -146,12 +146,16 @@ class _Index:
 def _reader(index: _Index, names: list[str], kind: str, dtype) -> Callable:
     """A make_array_from_callback callback reading only the slice a device needs."""
 
+    whole: list[np.ndarray] = []  # a non-expert tensor is transformed once, then sliced per device
+
     def read(idx: tuple) -> np.ndarray:
         if kind == "experts":
             sel = range(len(names))[idx[0]]
             block = _transform([index.get(names[e]) for e in sel], kind)
             return np.asarray(block[(slice(None),) + tuple(idx[1:])], dtype=dtype)
-        return np.asarray(_transform([index.get(n) for n in names], kind)[idx], dtype=dtype)
+        if not whole:
+            whole.append(np.asarray(_transform([index.get(n) for n in names], kind), dtype=dtype))
+        return whole[0][idx]
 
     return read
 
