@@ -3,17 +3,23 @@
 Each worker process owns one Chromium and scores several apps at once (their
 probes overlap: most of a probe's time is waiting). The parent hands out jobs,
 keeps a bounded number in flight per worker, restarts a worker that dies or
-stops answering, and returns exactly one record per input row, in input order.
+stops answering, and returns exactly one record per input row. The pool can be
+used once (`score`) or kept up across training steps and fed group by group
+(`start`, `submit`, `collect`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import dataclasses
 import logging
 import multiprocessing as mp
 import queue
+import threading
 import time
+from multiprocessing import connection as mp_connection
+from multiprocessing.connection import Connection
 from typing import Callable, Iterable, Iterator
 
 from evaluators.browser import BrowserWorker
@@ -67,15 +73,29 @@ async def score_rows_async(rows: list[dict], tasks: dict[str, Task], cfg: EvalCo
 
 
 def _worker_main(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: mp.Queue,
-                 results: mp.Queue) -> None:
+                 out: Connection) -> None:
     logging.basicConfig(level=logging.WARNING)
-    asyncio.run(_worker_loop(wid, tasks, cfg, jobs, results))
+    # One sender thread owns the pipe, so the event loop never blocks on a
+    # parent that is busy elsewhere (e.g. sampling the next group).
+    outbox: queue.SimpleQueue = queue.SimpleQueue()
+
+    def sender() -> None:
+        while (msg := outbox.get()) is not None:
+            out.send(msg)
+
+    thread = threading.Thread(target=sender, daemon=True)
+    thread.start()
+    try:
+        asyncio.run(_worker_loop(wid, tasks, cfg, jobs, outbox))
+    finally:
+        outbox.put(None)
+        thread.join(timeout=30)
 
 
 async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: mp.Queue,
-                       results: mp.Queue) -> None:
+                       outbox: queue.SimpleQueue) -> None:
     worker = await BrowserWorker(cfg.browser, make_mirror(cfg)).start()
-    results.put(("ready", wid, None, None))
+    outbox.put(("ready", None, None))
     loop = asyncio.get_running_loop()
     running: set[asyncio.Task] = set()
 
@@ -83,14 +103,14 @@ async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: 
         # Apps may wait long for CPU admission; the parent judges a worker by
         # whether its event loop still turns, not by how long an app takes.
         while True:
-            results.put(("beat", wid, None, None))
+            outbox.put(("beat", None, None))
             await asyncio.sleep(HEARTBEAT_S)
 
     beat = asyncio.create_task(heartbeat())
 
     async def one(idx: int, row: dict) -> None:
         rec = await score_with_retries(worker, tasks.get(row.get("task_id")), row, cfg)
-        results.put(("result", wid, idx, rec))
+        outbox.put(("result", idx, rec))
 
     while True:
         job = await loop.run_in_executor(None, jobs.get)
@@ -109,36 +129,136 @@ async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: 
 class _Slot:
     proc: mp.Process
     jobs: mp.Queue
-    inflight: dict  # idx -> (row, deadline)
+    conn: Connection              # this worker's results; EOF when it dies
+    inflight: dict                # job id -> deadline
     last_beat: float = 0.0
 
 
 class EvaluatorPool:
     """Scores (task, response) rows with `workers` browser processes.
 
+    Two ways to use it:
+    - `score(rows)`: yields one record per row in input order (starts the
+      workers if needed and, if it started them, stops them at the end);
+    - persistent and streaming: `start()` once (or `with pool:`), then
+      `submit(rows)` groups as they are produced and `collect(ids)` their
+      records later. `submit` applies back-pressure: it blocks while more than
+      `max_pending` rows are queued or in flight.
+
+    Each worker answers on its own pipe, so a worker killed mid-write (OOM,
+    a crash) cannot wedge the others; its apps are rescored elsewhere.
+
     Args:
       tasks: {task id: Task}.
       cfg: evaluator config.
       workers: browser processes.
       apps_per_worker: apps in flight per worker (default: pages_per_worker).
+      max_pending: back-pressure bound for `submit` (default: unbounded).
     """
 
     def __init__(self, tasks: dict[str, Task], cfg: EvalConfig = EvalConfig(), workers: int = 1,
-                 apps_per_worker: int | None = None):
+                 apps_per_worker: int | None = None, max_pending: int | None = None):
         self.tasks, self.cfg, self.n = tasks, cfg, max(1, workers)
         self.per_worker = apps_per_worker or cfg.browser.pages_per_worker
+        self.max_pending = max_pending
         self._ctx = mp.get_context("spawn")
-        self._results: mp.Queue = self._ctx.Queue()
         self._slots: list[_Slot | None] = [None] * self.n
+        self._rows: dict[int, dict] = {}
+        self._todo: collections.deque[int] = collections.deque()
+        self._done: dict[int, dict] = {}
+        self._next_id = 0
         self.restarts = 0
+
+    # -- lifecycle -----------------------------------------------------------
+    @property
+    def started(self) -> bool:
+        return self._slots[0] is not None
+
+    def start(self) -> "EvaluatorPool":
+        """Starts the worker processes (idempotent)."""
+        for wid in range(self.n):
+            if self._slots[wid] is None:
+                self._start(wid)
+        return self
+
+    def __enter__(self) -> "EvaluatorPool":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     def _start(self, wid: int) -> None:
         jobs = self._ctx.Queue()
+        reader, writer = self._ctx.Pipe(duplex=False)
         proc = self._ctx.Process(target=_worker_main, daemon=True,
-                                 args=(wid, self.tasks, self.cfg, jobs, self._results))
+                                 args=(wid, self.tasks, self.cfg, jobs, writer))
         proc.start()
-        self._slots[wid] = _Slot(proc, jobs, {}, time.monotonic())
+        writer.close()  # the child holds the only writer: its death reads as EOF here
+        self._slots[wid] = _Slot(proc, jobs, reader, {}, time.monotonic())
 
+    def close(self) -> None:
+        """Stops the workers; rows still pending are dropped."""
+        live = [s for s in self._slots if s is not None]
+        for slot in live:
+            if slot.proc.is_alive():
+                slot.jobs.put(None)
+        for slot in live:
+            slot.proc.join(timeout=15)
+            if slot.proc.is_alive():
+                slot.proc.kill()
+            slot.conn.close()
+        self._slots = [None] * self.n
+        self._rows.clear()
+        self._todo.clear()
+        self._done.clear()
+
+    # -- streaming API -------------------------------------------------------
+    @property
+    def pending(self) -> int:
+        """Rows submitted whose records have not been produced yet."""
+        return len(self._rows) - len(self._done)
+
+    def submit(self, rows: Iterable[dict]) -> list[int]:
+        """Queues rows for scoring; returns their job ids (for `collect`)."""
+        self.start()
+        ids = []
+        for row in rows:
+            while self.max_pending is not None and self.pending >= self.max_pending:
+                self._pump(1.0)
+            idx, self._next_id = self._next_id, self._next_id + 1
+            self._rows[idx] = row
+            self._todo.append(idx)
+            ids.append(idx)
+            self._dispatch()
+        return ids
+
+    def ready(self, ids: Iterable[int]) -> bool:
+        """Whether every record of `ids` is available (does not block)."""
+        self._pump(0.0)
+        return all(i in self._done for i in ids)
+
+    def collect(self, ids: Iterable[int]) -> list[dict]:
+        """Blocks until the records of `ids` are done; returns them in that order."""
+        ids = list(ids)
+        for idx in ids:
+            while idx not in self._done:
+                self._pump(1.0)
+        out = [self._done.pop(i) for i in ids]
+        for i in ids:
+            self._rows.pop(i, None)
+        return out
+
+    def score(self, rows: Iterable[dict]) -> Iterator[dict]:
+        """Yields one record per row, in input order."""
+        owned = not self.started
+        try:
+            for idx in self.submit(rows):
+                yield from self.collect([idx])
+        finally:
+            if owned:
+                self.close()
+
+    # -- the parent's event pump ----------------------------------------------
     def _deadline(self, row: dict) -> float:
         """A last resort per app (heartbeats catch a stuck worker much sooner)."""
         task = self.tasks.get(row.get("task_id"))
@@ -148,76 +268,61 @@ class EvaluatorPool:
         # Apps queue for CPU admission behind the worker's other apps.
         return time.monotonic() + per_try * (self.cfg.retries + 1) * self.per_worker
 
-    def score(self, rows: Iterable[dict]) -> Iterator[dict]:
-        """Yields one record per row, in input order."""
-        rows = list(rows)
-        todo = list(range(len(rows)))[::-1]
-        done: dict[int, dict] = {}
-        nxt = 0
-        for wid in range(self.n):
-            self._start(wid)
-        try:
-            while nxt < len(rows):
-                self._dispatch(rows, todo)
-                try:
-                    kind, wid, idx, rec = self._results.get(timeout=1.0)
-                    if self._slots[wid] is not None:
-                        self._slots[wid].last_beat = time.monotonic()
-                    if kind == "result" and idx in self._slots[wid].inflight:
-                        del self._slots[wid].inflight[idx]
-                        rec.pop("_rcca_pool_retry", None)
-                        done[idx] = rec
-                except queue.Empty:
-                    pass
-                self._check_workers(rows, todo, done)
-                while nxt in done:
-                    yield done.pop(nxt)
-                    nxt += 1
-        finally:
-            self.close()
-
-    def _dispatch(self, rows: list[dict], todo: list[int]) -> None:
+    def _dispatch(self) -> None:
         for slot in self._slots:
-            while todo and len(slot.inflight) < self.per_worker:
-                idx = todo.pop()
-                slot.inflight[idx] = (rows[idx], self._deadline(rows[idx]))
-                slot.jobs.put((idx, rows[idx]))
+            while self._todo and len(slot.inflight) < self.per_worker:
+                idx = self._todo.popleft()
+                row = self._rows[idx]
+                slot.inflight[idx] = self._deadline(row)
+                slot.jobs.put((idx, row))
 
-    def _check_workers(self, rows: list[dict], todo: list[int], done: dict[int, dict]) -> None:
+    def _pump(self, timeout: float) -> None:
+        """Dispatches, reads what the workers sent (waiting up to `timeout`), checks health."""
+        self._dispatch()
+        conns = {s.conn: wid for wid, s in enumerate(self._slots)}
+        dead: set[int] = set()
+        for conn in mp_connection.wait(list(conns), timeout):
+            wid = conns[conn]
+            slot = self._slots[wid]
+            try:
+                while conn.poll():
+                    kind, idx, rec = conn.recv()
+                    slot.last_beat = time.monotonic()
+                    if kind == "result" and idx in slot.inflight:
+                        del slot.inflight[idx]
+                        rec.pop("_rcca_pool_retry", None)
+                        self._done[idx] = rec
+            except (EOFError, OSError):
+                dead.add(wid)
+        self._check_workers(dead)
+        self._dispatch()
+
+    def _check_workers(self, dead: set[int]) -> None:
         now = time.monotonic()
         for wid, slot in enumerate(self._slots):
-            dead = not slot.proc.is_alive()
-            overdue = any(dl < now for _, dl in slot.inflight.values())
+            gone = wid in dead or not slot.proc.is_alive()
+            overdue = any(dl < now for dl in slot.inflight.values())
             stuck = now - slot.last_beat > STUCK_S or overdue
-            if not dead and not stuck:
+            if not gone and not stuck:
                 continue
-            log.warning("worker %d %s; restarting it", wid, "died" if dead else "stopped answering")
+            log.warning("worker %d %s; restarting it", wid, "died" if gone else "stopped answering")
             slot.proc.kill()
+            slot.proc.join(timeout=15)
+            slot.conn.close()
             self.restarts += 1
-            for idx, (row, _) in slot.inflight.items():
-                # A job that took a worker down twice gets an error record; its
-                # first crash may have been a neighbour's fault.
-                retried = row.get("_rcca_pool_retry")
-                if retried:
-                    rec = error_record(self.tasks.get(row.get("task_id")),
-                                       "the evaluator worker died twice while scoring this row")
-                    clean = {k: v for k, v in row.items() if k != "_rcca_pool_retry"}
-                    done[idx] = merge(clean, {**rec, "attempts": 2})
-                else:
-                    rows[idx] = {**row, "_rcca_pool_retry": 1}
-                    todo.append(idx)
+            for idx in slot.inflight:
+                self._requeue(idx)
             self._start(wid)
 
-    def close(self) -> None:
-        for slot in self._slots:
-            if slot is None:
-                continue
-            if slot.proc.is_alive():
-                slot.jobs.put(None)
-        for slot in self._slots:
-            if slot is None:
-                continue
-            slot.proc.join(timeout=15)
-            if slot.proc.is_alive():
-                slot.proc.kill()
-        self._slots = [None] * self.n
+    def _requeue(self, idx: int) -> None:
+        row = self._rows[idx]
+        # A job that took a worker down twice gets an error record; its first
+        # crash may have been a neighbour's fault.
+        if row.get("_rcca_pool_retry"):
+            rec = error_record(self.tasks.get(row.get("task_id")),
+                               "the evaluator worker died twice while scoring this row")
+            clean = {k: v for k, v in row.items() if k != "_rcca_pool_retry"}
+            self._done[idx] = merge(clean, {**rec, "attempts": 2})
+        else:
+            self._rows[idx] = {**row, "_rcca_pool_retry": 1}
+            self._todo.appendleft(idx)

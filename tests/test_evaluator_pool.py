@@ -44,6 +44,31 @@ def test_pool_survives_a_dead_worker_and_keeps_order():
     assert by_model["correct"] == 1.0 and by_model["no code"] == 0.0
 
 
+def test_persistent_pool_streams_groups_with_back_pressure():
+    tasks = load_tasks(EXAMPLES / "tasks.jsonl")
+    rows = load_responses(EXAMPLES / "responses.jsonl", tasks)
+    picked = {r["model"]: r for r in rows}
+    g1 = [picked["correct"], picked["no code"]]
+    g2 = [picked["partial: reset and class broken"], picked["correct"], picked["no code"]]
+    with EvaluatorPool(tasks, EvalConfig(), workers=1, max_pending=2) as pool:
+        pids = [s.proc.pid for s in pool._slots]
+        ids1 = pool.submit(g1)
+        assert pool.pending <= 2
+        # Submitting a second group blocks until the queue has room: never more than 2 pending.
+        ids2 = pool.submit(g2)
+        assert pool.pending <= 2
+        second = pool.collect(ids2)
+        first = pool.collect(ids1)
+        again = pool.collect(pool.submit([picked["correct"]]))
+        assert [s.proc.pid for s in pool._slots] == pids  # the same workers throughout
+        assert pool.pending == 0
+    assert [r["model"] for r in first] == ["correct", "no code"]
+    assert [r["model"] for r in second] == ["partial: reset and class broken", "correct", "no code"]
+    assert [r["reward"] for r in first] == [1.0, 0.0] and again[0]["reward"] == 1.0
+    assert 0.2 <= second[0]["reward"] < 1.0
+    assert not pool.started
+
+
 def test_cli_scores_and_keeps_input_fields(tmp_path):
     tasks = EXAMPLES / "tasks.jsonl"
     lines = (EXAMPLES / "responses.jsonl").read_text().splitlines()

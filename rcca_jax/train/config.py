@@ -38,6 +38,8 @@ class RLConfig:
     reward: str = "gated"          # "gated" (F/S/E gates + rubrics) or "pass_rate" (rubrics passed / all)
     localization: str = "grounded"  # evaluators.localize method
     eval_prompts: int = 8          # prompts scored (greedy) after SFT and after RL
+    prompts_per_sample: int = 1    # prompts per sampler call; each call's groups are evaluated
+                                   # while the next call samples (streaming)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +49,7 @@ class EvaluatorConfig:
     workers: int = 1
     pages_per_worker: int = 4
     probe_time_limit_ms: int = 30000
+    max_pending: int = 256  # back-pressure: rows queued or in flight before `submit` blocks (0: none)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +114,10 @@ def run_config(cd: ml_collections.ConfigDict, n_devices: int) -> RunConfig:
     sections = {name: _section(name, cls, dict(d.get(name, {}))) for name, cls in _SECTIONS.items()}
     if sections["sampler"].group_size < 2 and sections["rl"].steps:
         raise ConfigError("config.sampler.group_size: GRPO needs at least 2 samples per prompt")
+    rl = sections["rl"]
+    if rl.steps and not 1 <= rl.prompts_per_sample <= rl.prompts_per_step:
+        raise ConfigError(f"config.rl.prompts_per_sample={rl.prompts_per_sample} must be in "
+                          f"[1, config.rl.prompts_per_step={rl.prompts_per_step}]")
     if sections["rl"].steps and sections["sampler"].temperature != sections["train"].temperature:
         # The ratio's old log-probs are under the tempered policy; the step must recompute the same.
         raise ConfigError(f"config.train.temperature={sections['train'].temperature} must equal "

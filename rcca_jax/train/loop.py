@@ -29,7 +29,7 @@ from rcca_jax.train.checkpoints import Checkpoints
 from rcca_jax.train.config import RunConfig
 from rcca_jax.train.data import PromptStream, TaskData, load_task_data
 from rcca_jax.train.metrics_log import MetricsLog
-from rcca_jax.train.rewards import FLEETS
+from rcca_jax.train.rewards import FLEETS, Scored
 from rcca_jax.train.sft import init_sft_state, sft_step
 
 
@@ -138,19 +138,36 @@ def _bar(run: Run, total: int, first: int, desc: str):
     return tqdm(total=total, initial=first, desc=desc, unit="step")
 
 
+def sample_and_score(run: Run, model: Ling, task_ids: list[str], rng: jax.Array):
+    """Samples G answers per prompt, `prompts_per_sample` prompts per call, streaming each
+    call's groups to the fleet while the next call samples; returns (rollouts, scored, seconds)."""
+    cfg = run.cfg
+    g, k = cfg.sampler.group_size, cfg.rl.prompts_per_sample
+    pending, ids, logp, t_sample, n_tok = [], [], [], 0.0, 0
+    for c, lo in enumerate(range(0, len(task_ids), k)):
+        part = task_ids[lo:lo + k]
+        t0 = time.perf_counter()
+        out = jax.device_get(sample(model, [run.data.prompt_ids(t) for t in part],
+                                    jax.random.fold_in(rng, c), cfg.sampler, width=run.prompt_width))
+        t_sample += time.perf_counter() - t0
+        n_tok += int(out.lengths.sum())
+        part_ids = batches.response_ids(out.tokens, out.lengths)
+        pending.append(run.fleet.submit([t for t in part for _ in range(g)],
+                                        [_strip_eos(r, run.data.eos_id) for r in part_ids]))
+        ids += part_ids
+        logp += [out.logprobs[i, :len(r)] for i, r in enumerate(part_ids)]
+    scored = Scored.concat([run.fleet.collect(p) for p in pending])
+    return ids, logp, scored, {"time/sample_s": t_sample, "throughput/sampled_tokens_per_s":
+                               n_tok / max(t_sample, 1e-9)}
+
+
 def rl_step(run: Run, graphdef, state: TrainState, step_fn, stream: PromptStream, rng: jax.Array):
     """Sample G answers per prompt, evaluate them, build the weighted batch, train once."""
     cfg = run.cfg
     g = cfg.sampler.group_size
     task_ids = stream.next(cfg.rl.prompts_per_step)
     prompts = [run.data.prompt_ids(t) for t in task_ids]
-    t0 = time.perf_counter()
-    out = jax.device_get(sample(run.model_of(graphdef, state), prompts, rng, cfg.sampler,
-                                width=run.prompt_width))
-    t_sample = time.perf_counter() - t0
-    ids = batches.response_ids(out.tokens, out.lengths)
-    rows = [t for t in task_ids for _ in range(g)]
-    scored = run.fleet.score(rows, [_strip_eos(r, run.data.eos_id) for r in ids])
+    ids, logp, scored, timing = sample_and_score(run, run.model_of(graphdef, state), task_ids, rng)
     adv = np.asarray(group_advantages(jnp.asarray(scored.rewards), jnp.asarray(scored.valid), g))
     weights = None
     w_rows, d_rows = [], []
@@ -161,15 +178,18 @@ def rl_step(run: Run, graphdef, state: TrainState, step_fn, stream: PromptStream
             d_rows.append(d)
         weights = [asymmetric_weights_batch(w[None], d[None], adv[i:i + 1])[0]
                    for i, (w, d) in enumerate(zip(w_rows, d_rows))]
-    logp = [out.logprobs[i, :len(r)] for i, r in enumerate(ids)]
     prompt_rows = [p for p in prompts for _ in range(g)]
     batch = batches.rl_batch(prompt_rows, ids, logp, adv, scored.valid, weights, cfg.seq_len,
                              run.data.pad_id)
+    t0 = time.perf_counter()
     state, metrics = step_fn(state, run.put(batch))
     metrics = dict(jax.device_get(metrics))
     metrics.update(reward_metrics(scored, weights, d_rows, adv))
-    metrics.update({"time/sample_s": t_sample, "time/evaluate_s": scored.seconds,
-                    "throughput/sampled_tokens_per_s": float(out.lengths.sum()) / max(t_sample, 1e-9)})
+    metrics.update(timing)
+    metrics.update({"time/train_s": time.perf_counter() - t0,
+                    "time/evaluate_wait_s": scored.wait_seconds,
+                    "evaluator/latency_s": scored.seconds,
+                    "evaluator/queue_depth": float(scored.queue_depth)})
     return state, metrics, scored
 
 

@@ -31,8 +31,30 @@ class Scored:
     weights_base: list[np.ndarray]  # f32 [L_i] per rollout (response ids, EOS excluded)
     diagnosed: list[np.ndarray]     # bool [L_i]
     records: list[dict]
-    seconds: float
+    seconds: float               # submit -> records collected (for a concatenation: the longest)
     align_errors: int
+    wait_seconds: float = 0.0    # how long `collect` blocked the caller
+    queue_depth: int = 0         # rows pending in the fleet when this part was submitted
+
+    @staticmethod
+    def concat(parts: Sequence["Scored"]) -> "Scored":
+        return Scored(
+            np.concatenate([p.rewards for p in parts]), np.concatenate([p.valid for p in parts]),
+            [w for p in parts for w in p.weights_base], [d for p in parts for d in p.diagnosed],
+            [r for p in parts for r in p.records], max(p.seconds for p in parts),
+            sum(p.align_errors for p in parts), sum(p.wait_seconds for p in parts),
+            max(p.queue_depth for p in parts))
+
+
+@dataclasses.dataclass
+class Pending:
+    """A submitted part: what `Fleet.collect` needs to finish it."""
+
+    response_ids: list[list[int]]
+    aligned: list[bool]
+    handle: object
+    submitted: float
+    queue_depth: int
 
 
 def response_text(tokenizer, ids: Sequence[int]) -> tuple[str, bool]:
@@ -61,7 +83,11 @@ REWARDS = {"gated": lambda rec: float(rec["reward"]), "pass_rate": _pass_rate}
 
 
 class Fleet:
-    """Scores rollouts; backends differ only in how records are produced (`_records`)."""
+    """Scores rollouts, streamed: `submit` a group as soon as it is sampled, `collect` it later.
+
+    Backends differ only in how rows reach the browsers (`_submit`, `_collect`,
+    `_depth`); decoding, rewards and localization are shared.
+    """
 
     def __init__(self, tasks: dict, cfg: EvaluatorConfig, tokenizer, method: str = "grounded",
                  reward: str = "gated"):
@@ -69,30 +95,45 @@ class Fleet:
         self.reward_of = REWARDS[reward]
         self.eval_cfg = eval_config(cfg)
 
-    def _records(self, rows: list[dict]) -> list[dict]:
+    def _submit(self, rows: list[dict]) -> object:
+        raise NotImplementedError
+
+    def _collect(self, handle: object) -> list[dict]:
+        raise NotImplementedError
+
+    def _depth(self) -> int:
         raise NotImplementedError
 
     def close(self) -> None:
         pass
 
-    def score(self, task_ids: Sequence[str], response_ids: Sequence[Sequence[int]]) -> Scored:
-        t0 = time.perf_counter()
+    def submit(self, task_ids: Sequence[str], response_ids: Sequence[Sequence[int]]) -> Pending:
+        """Hands rows to the fleet; blocks only while the fleet's queue is full."""
         rows, aligned = [], []
         for i, (tid, ids) in enumerate(zip(task_ids, response_ids)):
             text, ok = response_text(self.tokenizer, ids)
             rows.append({"task_id": tid, "response": text, "rollout": i})
             aligned.append(ok)
-        records = self._records(rows)
-        n = len(rows)
+        depth = self._depth()
+        t0 = time.perf_counter()
+        handle = self._submit(rows)
+        return Pending([list(x) for x in response_ids], aligned, handle, t0, depth)
+
+    def collect(self, pending: Pending) -> Scored:
+        """Waits for a submitted part; returns its rewards and base weights."""
+        t_wait = time.perf_counter()
+        records = self._collect(pending.handle)
+        done = time.perf_counter()
+        n = len(records)
         rewards = np.zeros(n, np.float32)
         valid = np.zeros(n, bool)
         w_out, d_out, errors = [], [], 0
         for i, rec in enumerate(records):
-            ids = list(response_ids[i])
+            ids = pending.response_ids[i]
             w, d = np.ones(len(ids), np.float32), np.zeros(len(ids), bool)
             if rec.get("status") == "ok" and rec.get("reward") is not None:
                 rewards[i], valid[i] = self.reward_of(rec), True
-                if aligned[i]:
+                if pending.aligned[i]:
                     try:
                         loc = localize_record(rec, self.method, self.tokenizer, ids,
                                               task=self.tasks[rec["task_id"]])
@@ -105,14 +146,37 @@ class Fleet:
                     errors += 1
             w_out.append(w)
             d_out.append(d)
-        return Scored(rewards, valid, w_out, d_out, records, time.perf_counter() - t0, errors)
+        return Scored(rewards, valid, w_out, d_out, records, done - pending.submitted, errors,
+                      done - t_wait, pending.queue_depth)
+
+    def score(self, task_ids: Sequence[str], response_ids: Sequence[Sequence[int]]) -> Scored:
+        return self.collect(self.submit(task_ids, response_ids))
 
 
 class LocalFleet(Fleet):
-    """The default: a local process pool of Chromium workers (`EvaluatorPool`)."""
+    """The default: a persistent local process pool of Chromium workers (`EvaluatorPool`).
 
-    def _records(self, rows: list[dict]) -> list[dict]:
-        return list(EvaluatorPool(self.tasks, self.eval_cfg, workers=self.cfg.workers).score(rows))
+    The workers start with the fleet and stay up for the whole run, so no step
+    pays a browser start.
+    """
+
+    def __init__(self, tasks: dict, cfg: EvaluatorConfig, tokenizer, method: str = "grounded",
+                 reward: str = "gated"):
+        super().__init__(tasks, cfg, tokenizer, method, reward)
+        self.pool = EvaluatorPool(tasks, self.eval_cfg, workers=cfg.workers,
+                                  max_pending=cfg.max_pending or None)
+
+    def _submit(self, rows: list[dict]) -> object:
+        return self.pool.submit(rows)
+
+    def _collect(self, handle: object) -> list[dict]:
+        return self.pool.collect(handle)
+
+    def _depth(self) -> int:
+        return self.pool.pending
+
+    def close(self) -> None:
+        self.pool.close()
 
 
 class _ScoringActor:
@@ -134,7 +198,8 @@ class RayFleet(Fleet):
 
     Connects to `cfg.ray_address` (e.g. "auto" on a cluster started with
     `launch/ray_cluster.sh`), or starts a local Ray instance when it is empty.
-    Rows are dealt round-robin to the actors; output order is input order.
+    A submitted part is dealt round-robin to the actors (continuing where the
+    last part stopped); at most `cfg.max_pending` rows are in flight.
     """
 
     def __init__(self, tasks: dict, cfg: EvaluatorConfig, tokenizer, method: str = "grounded",
@@ -147,17 +212,45 @@ class RayFleet(Fleet):
                      log_to_driver=False, **({} if cfg.ray_address else {"num_cpus": max(1, cfg.workers)}))
         actor = ray.remote(num_cpus=1)(_ScoringActor)
         self.actors = [actor.remote(tasks, self.eval_cfg) for _ in range(max(1, cfg.workers))]
+        self._turn = 0
+        self._inflight: dict = {}  # object ref -> rows in it
 
-    def _records(self, rows: list[dict]) -> list[dict]:
+    def _depth(self) -> int:
+        return sum(self._inflight.values())
+
+    def _settle(self, limit: int) -> None:
         import ray
 
+        while self._inflight and self._depth() > limit:
+            done, _ = ray.wait(list(self._inflight), num_returns=1)
+            for ref in done:
+                self._inflight.pop(ref)
+
+    def _submit(self, rows: list[dict]) -> object:
         k = len(self.actors)
-        parts = [rows[i::k] for i in range(k)]
-        results = ray.get([a.score.remote(p) for a, p in zip(self.actors, parts) if p])
-        out: list[dict] = [None] * len(rows)  # type: ignore[list-item]
-        for i, recs in enumerate(results):
-            for j, rec in enumerate(recs):
-                out[i + j * k] = rec  # records keep their row's fields (score_with_retries)
+        parts = []  # (ref, row positions)
+        for a in range(k):
+            pos = list(range(a, len(rows), k))
+            if not pos:
+                continue
+            if self.cfg.max_pending:
+                self._settle(max(0, self.cfg.max_pending - len(pos)))
+            actor = self.actors[(self._turn + a) % k]
+            ref = actor.score.remote([rows[i] for i in pos])
+            self._inflight[ref] = len(pos)
+            parts.append((ref, pos))
+        self._turn = (self._turn + len(rows)) % k
+        return (len(rows), parts)
+
+    def _collect(self, handle: object) -> list[dict]:
+        import ray
+
+        n, parts = handle
+        out: list[dict] = [None] * n  # type: ignore[list-item]
+        for ref, pos in parts:
+            for i, rec in zip(pos, ray.get(ref)):
+                out[i] = rec  # records keep their row's fields (score_with_retries)
+            self._inflight.pop(ref, None)
         return out
 
     def close(self) -> None:

@@ -7,7 +7,7 @@ import pytest
 from rcca_jax.data import taskfamily
 from rcca_jax.data.tokenizer import train_tokenizer, training_texts
 from rcca_jax.train.config import EvaluatorConfig
-from rcca_jax.train.rewards import FLEETS
+from rcca_jax.train.rewards import FLEETS, Scored
 from evaluators.tasks import load_tasks
 
 
@@ -30,12 +30,20 @@ def setup(tmp_path_factory):
 @pytest.mark.parametrize("backend", ["local", "ray"])
 def test_fleet_scores_and_weighs(setup, backend):
     tasks, ids, tok, good, broken = setup
-    fleet = FLEETS[backend](tasks, EvaluatorConfig(workers=2, pages_per_worker=2, probe_time_limit_ms=10000),
-                            tok, "grounded")
+    cfg = EvaluatorConfig(workers=2, pages_per_worker=2, probe_time_limit_ms=10000, max_pending=3)
+    fleet = FLEETS[backend](tasks, cfg, tok, "grounded")
     try:
-        scored = fleet.score(ids + ids, good + broken)
+        # Streamed in three parts, as the loop does, through one persistent fleet
+        # whose queue holds at most 3 rows (back-pressure), collected out of order.
+        parts = [fleet.submit(ids[:3], good[:3]), fleet.submit(ids[3:] + ids[:2], good[3:] + broken[:2]),
+                 fleet.submit(ids[2:], broken[2:])]
+        assert all(p.queue_depth <= 3 for p in parts)
+        collected = {i: fleet.collect(parts[i]) for i in (2, 0, 1)}
+        scored = Scored.concat([collected[i] for i in range(3)])
+        again = fleet.score(ids[:1], broken[:1])  # the same workers answer a later step
     finally:
         fleet.close()
+    assert again.valid.all() and again.rewards[0] == scored.rewards[4]
     assert scored.valid.all()
     assert list(scored.rewards[:4]) == [1.0] * 4
     assert all(r < 1.0 for r in scored.rewards[4:])
