@@ -79,11 +79,45 @@ def localize_diagnostics(record: dict, method: str = "grounded", task=None) -> l
     graph = build_graph(response, _region(record)) if record.get("extraction") else None
     probes = _probes(task)
     for d in todo:
-        loc = (localize(graph, d, method, probes.get(d.get("rubric_id")))
+        loc = (localize(graph, _with_probe_coverage(d, diagnostics), method,
+                        probes.get(d.get("rubric_id")))
                if graph is not None else Localization())
         d.update(loc.fields())
         d["weighted"] = counts_for_weights(record, d)
+    _blame_load_exceptions(todo)
     return diagnostics
+
+
+def _with_probe_coverage(d: dict, diagnostics: list[dict]) -> dict:
+    """An exception raised by a probe, with the coverage its rubric's failure recorded.
+
+    The evaluator reads coverage once per failed probe and stores it on the probe_failure;
+    the probe's exceptions ran on the same path, and a throw without a stack needs it.
+    """
+    if d.get("kind") != "page_error" or d.get("coverage") or d.get("rubric_id") is None:
+        return d
+    cov = next((x.get("coverage") for x in diagnostics if x.get("kind") == "probe_failure"
+                and x.get("rubric_id") == d["rubric_id"] and x.get("coverage")), None)
+    return d if cov is None else {**d, "coverage": cov}
+
+
+def _blame_load_exceptions(diagnostics: list[dict]) -> None:
+    """Gives a load gate failed by an exception the spans of that exception.
+
+    ``uncaught exception during load: M`` fails gate E because of the page_error whose message
+    is M; that page_error's code is what cost the reward, so the gate failure blames it too.
+    """
+    thrown = {d.get("message"): d for d in diagnostics
+              if d.get("kind") == "page_error" and d.get("stage") == "runtime"}
+    prefix = "uncaught exception during load: "
+    for d in diagnostics:
+        message = str(d.get("message") or "")
+        source = thrown.get(message[len(prefix):]) if message.startswith(prefix) else None
+        if d.get("kind") == "runtime_failure" and source is not None:
+            d["s_dir"] = [list(s) for s in source["s_dir"]]
+            d["s_ctx"] = [list(s) for s in source["s_ctx"]]
+            d["evidence"] = [{**e, "why": "the load failed on this exception: " + e["why"]}
+                             for e in source["evidence"]]
 
 
 def weights_from_spans(ranges: np.ndarray, spans: Sequence[tuple[Sequence, Sequence]],

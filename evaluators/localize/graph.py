@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import html
 import re
 from typing import Sequence
@@ -29,7 +30,7 @@ from evaluators.localize.js_collect import JsCollector
 from evaluators.localize.js_resolve import JsResolver
 from evaluators.localize.model import (
     Attribute, Call, CssRule, DomQuery, Element, ElementWrite, EventBinding, Function,
-    InlineHandler, Script, Span, StateVar, StyleBlock,
+    InlineHandler, Script, Span, StateVar, StyleBlock, Variable, VarRef,
 )
 
 _HTML = tree_sitter.Language(tree_sitter_html.language())
@@ -238,6 +239,7 @@ def build_graph(text: str, region: Span | None = None) -> "CodeGraph":
                                               for ev, a, c, fid in raw["handlers"]))
         for e, raw in zip(elements, b.raw_elements)]
     statements = sorted(set(b.collector.statements))
+    variables, var_refs = js_records.variables(r)
     return CodeGraph(
         text=text, region=(start, end), elements=elements, scripts=b.scripts,
         styles=[StyleBlock(i, b.span_of(c)) for i, c in b.styles],
@@ -245,7 +247,7 @@ def build_graph(text: str, region: Span | None = None) -> "CodeGraph":
         event_bindings=js_records.event_bindings(r, b.inline),
         dom_queries=js_records.dom_queries(r), element_writes=js_records.element_writes(r),
         state_vars=js_records.state_vars(r), css_rules=sorted(rules, key=lambda x: x.span),
-        statements=statements, matcher=matcher,
+        statements=statements, variables=variables, var_refs=var_refs, matcher=matcher,
     )
 
 
@@ -284,11 +286,13 @@ class CodeGraph:
         elements, scripts, styles, functions, calls, event_bindings, dom_queries,
         element_writes, state_vars, css_rules: Tuples of records in source order.
         statements: Spans of JavaScript statements, sorted.
+        variables: Every JavaScript binding (``var_refs`` index it); var_refs: their reads
+            and writes, in source order.
     """
 
     def __init__(self, *, text: str, region: Span, elements, scripts, styles, functions, calls,
                  event_bindings, dom_queries, element_writes, state_vars, css_rules, statements,
-                 matcher: SelectorMatcher):
+                 matcher: SelectorMatcher, variables=(), var_refs=()):
         self.text = text
         self.region = region
         self.elements: tuple[Element, ...] = tuple(elements)
@@ -302,6 +306,8 @@ class CodeGraph:
         self.state_vars: tuple[StateVar, ...] = tuple(state_vars)
         self.css_rules: tuple[CssRule, ...] = tuple(css_rules)
         self.statements: tuple[Span, ...] = tuple(statements)
+        self.variables: tuple[Variable, ...] = tuple(variables)
+        self.var_refs: tuple[VarRef, ...] = tuple(var_refs)
         self._matcher = matcher
         self._function_nesting = _Nesting([f.span for f in self.functions])
         self._statement_nesting = _Nesting(self.statements)
@@ -369,6 +375,13 @@ class CodeGraph:
 
     def calls_to(self, function: int) -> tuple[Call, ...]:
         return tuple(c for c in self.calls if function in c.targets)
+
+    @functools.cached_property
+    def flow(self):
+        """Statement-level data flow (``flow.Flow``), built on first use."""
+        from evaluators.localize.flow import Flow  # flow reads the graph: built after it
+
+        return Flow(self)
 
     def state_var(self, name: str) -> StateVar | None:
         """A global variable (``n``) or property path (``state.x``) by name."""

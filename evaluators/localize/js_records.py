@@ -10,7 +10,9 @@ from evaluators.localize.js_syntax import (
 from evaluators.localize.js_resolve import (
     DOM_ONLY_PROPS, ELEMENT_PROPS, STATE_KINDS, UNAMBIGUOUS_CHILD_METHODS, JsResolver,
 )
-from evaluators.localize.model import DomQuery, ElementWrite, EventBinding, Span, StateVar
+from evaluators.localize.model import (
+    DomQuery, ElementWrite, EventBinding, Span, StateVar, Variable, VarRef,
+)
 
 _EVENT_PROPERTY = re.compile(r"on[a-z]+")
 
@@ -185,3 +187,25 @@ def state_vars(r: JsResolver) -> list[StateVar]:
 def _first(v: StateVar) -> int:
     starts = [s[0] for s in v.reads + v.writes] + ([v.decl[0]] if v.decl else [])
     return min(starts) if starts else -1
+
+
+def variables(r: JsResolver) -> tuple[list[Variable], list[VarRef]]:
+    """Every binding as a ``Variable`` (same index as the collector's binding), and every
+    resolved reference to one, in source order (what data-flow slicing reads)."""
+    col = r.col
+    param_of = {b: r.f(fid) for fid, f in enumerate(col.functions) for b in f.param_bindings}
+    out = [Variable(b.name, b.kind, b.decl, b.scope == 0, param_of.get(i))
+           for i, b in enumerate(col.bindings)]
+    refs = []
+    for name, scope, span, mode, site in col.refs:
+        b = r.resolve(name, scope)
+        if b is not None:
+            refs.append(VarRef(b, span, mode == "w", site))
+    for root, scope, props, span, mode, site in col.member_refs:
+        b = r.resolve(root, scope)
+        # A read's root identifier is a ref of its own; a property write on an element is a
+        # DOM write (``element_writes``), not a new value of the variable.
+        if b is not None and mode == "w" and ("b", b) not in r.holders:
+            refs.append(VarRef(b, span, True, site))
+    refs.sort(key=lambda x: (x.span, x.write))
+    return out, refs

@@ -230,6 +230,43 @@ class ElementWrite:
 
 
 @dataclass(frozen=True)
+class Variable:
+    """A JavaScript name as declared (or implicitly global), scopes resolved.
+
+    Attributes:
+        name: The name.
+        kind: ``var``, ``let``, ``const``, ``function``, ``class``, ``param``, ``catch``,
+            ``import`` or ``implicit``.
+        decl: The declarator, parameter or declaration; None for implicit globals.
+        is_global: Declared in the global scope (shared by every script).
+        function: For a parameter, the index of its function; else None.
+    """
+
+    name: str
+    kind: str
+    decl: Span | None
+    is_global: bool
+    function: int | None
+
+
+@dataclass(frozen=True)
+class VarRef:
+    """One read or write of a ``Variable`` (``x``, ``x = 1``, ``x.y = 1``, ``x.push(1)``).
+
+    Attributes:
+        variable: Index into ``CodeGraph.variables``.
+        span: The identifier (the member path for a property write).
+        write: True for a write.
+        site: The whole writing expression; for a read, ``span``.
+    """
+
+    variable: int
+    span: Span
+    write: bool
+    site: Span
+
+
+@dataclass(frozen=True)
 class StateVar:
     """A global variable, or a static property path under one (``state.x``).
 

@@ -3,22 +3,25 @@
 Every span is a half-open ``[start, end)`` of ``str`` indices into the response, as the graph
 and the evaluator's diagnostics use. Each span comes with evidence: the rule and the facts
 (``graph``: static structure; ``stack``: an exception's frames; ``coverage``: the functions
-that ran before a probe failed; ``text``: matched excerpts) that put it there.
+that ran before a probe failed; ``flow``: data flow among the statements that ran; ``text``:
+matched excerpts) that put it there.
 
 Three methods, selected by name in ``METHODS``:
 
 - ``text``: the code graph and the diagnostic's words only (locators, messages, excerpts),
   as RCCA's rubric-to-code localization.
 - ``grounded`` (default): ``text`` plus execution facts: exception stack frames are exact
-  positions, and precise coverage confirms or narrows the blamed handlers and writers and
-  adds the functions that ran under them.
+  positions, and precise coverage confirms or narrows the blamed handlers and writers, and
+  selects the statements whose values reach the checked element (a backward slice over the
+  functions that ran) in place of whole long functions.
 - ``naive``: the baseline: whole functions around the code that queries the failing element.
 
 The strategies live in sibling modules: ``spans_common`` (result type, span algebra, the
 case being localized, locators, failing probe steps), ``spans_probe`` (probe failures and
-their execution grounding) and ``spans_errors`` (exceptions, syntax errors, runtime failures,
-judge evidence). This module is the public entry point: it dispatches by method and kind and
-re-exports the public names.
+their execution grounding), ``spans_flow`` (the slice that narrows grounded blame, over
+``flow``), ``spans_errors`` (exceptions, syntax errors, runtime failures, judge evidence) and
+``spans_unset`` (null reads of state no code sets). This module is the public entry point:
+it dispatches by method and kind and re-exports the public names.
 """
 
 from __future__ import annotations
@@ -27,14 +30,15 @@ from typing import Callable
 
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.spans_common import (
-    _Case, Localization, merge_spans, resolve_locator, similar_names, subtract_spans,
+    _Case, Localization, merge_spans, ran_functions, resolve_locator, similar_names,
+    subtract_spans,
 )
 from evaluators.localize.spans_errors import (
     _page_error_naive, _page_error_stack, _page_error_text, _runtime_failure, _syntax_error,
     _syntax_naive, spans_from_text_evidence,
 )
 from evaluators.localize.spans_probe import (
-    _probe_grounded, _probe_naive, _probe_text, ran_functions,
+    _probe_grounded, _probe_naive, _probe_text,
 )
 
 __all__ = ["LOCALIZED_KINDS", "METHODS", "Localization", "localize", "merge_spans",

@@ -2,7 +2,8 @@
 
 Holds what every localization strategy builds on: the ``Localization`` result and the span
 algebra (``merge_spans``, ``subtract_spans``); ``_Case``, one diagnostic being localized with
-the blame collected for it; probe locator resolution against the code graph
+the blame collected for it; ``ran_functions``, the graph functions precise coverage saw run;
+probe locator resolution against the code graph
 (``resolve_locator``, ``similar_names``); and ``_Failure``, a failing probe step resolved to
 the elements it checked and acted on, with the element writes and event bindings that
 concern them.
@@ -158,6 +159,37 @@ class _Case:
                 seen.add((i.set, s))
                 evidence.append({"span": list(s), "set": i.set, "why": i.why, "by": i.by})
         return Localization(tuple(s_dir), tuple(s_ctx), tuple(evidence))
+
+
+def _fn_at(g: CodeGraph, offset: int) -> int | None:
+    """Index of the innermost function around ``offset``, or None."""
+    fn = g.enclosing_function(offset)
+    return None if fn is None else fn.index
+
+
+def ran_functions(g: CodeGraph, coverage: dict | None) -> set[int]:
+    """Graph functions that precise coverage saw run (count > 0).
+
+    A covered range is matched to the graph function ending at the same offset whose start is
+    nearest (V8 and tree-sitter may disagree on where a function starts: the ``function``
+    keyword, the name or the parameters), else to the innermost function containing it.
+    """
+    by_end: dict[int, list[int]] = {}
+    for fn in g.functions:
+        by_end.setdefault(fn.span[1], []).append(fn.index)
+    ran = set()
+    for cov in (coverage or {}).get("functions") or ():
+        if not isinstance(cov, dict) or not cov.get("count", 1) or cov.get("start") is None:
+            continue
+        s, e = int(cov["start"]), int(cov.get("end", cov["start"]))
+        same_end = by_end.get(e)
+        if same_end:
+            ran.add(min(same_end, key=lambda i: abs(g.functions[i].span[0] - s)))
+            continue
+        fn = g.enclosing_function(s)
+        if fn is not None and fn.span[1] >= e:
+            ran.add(fn.index)
+    return ran
 
 
 # -- locators --------------------------------------------------------------------------------
@@ -386,10 +418,21 @@ def _describe(g: CodeGraph, elements: Sequence[int], label=None) -> str:
 
 
 def _bindings_for(g: CodeGraph, elements: Sequence[int], action: str | None) -> list:
-    """Bindings on the acted-on elements, those the action can fire first."""
+    """Bindings on the acted-on elements, those the action can fire first; without one the
+    action fires, those on their ancestors that it fires (the event bubbles up to them)."""
     wanted = set(elements)
     found = [b for b in g.event_bindings if wanted.intersection(b.elements)]
     events = _ACTION_EVENTS.get(action or "")
     fit = [b for b in found if events is None or b.event is None or b.event.lower() in events]
-    return fit or found
+    if fit:
+        return fit
+    above = set()
+    for x in elements:
+        p = g.elements[x].parent
+        while p is not None:
+            above.add(p)
+            p = g.elements[p].parent
+    delegated = [b for b in g.event_bindings if above.intersection(b.elements) and (
+        events is None or (b.event or "").lower() in events)]
+    return delegated or found
 

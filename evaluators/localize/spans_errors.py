@@ -2,7 +2,9 @@
 
 Part of ``evaluators.localize.spans``. Holds the rules for ``page_error`` diagnostics (the
 statements of an exception's in-app stack frames, or the line its report quotes; queries for
-elements that do not exist behind a null read; declarations named like a missing name), for
+elements that do not exist behind a null read; state no code sets (``spans_unset``); the
+elements handed to a library that failed on them; declarations named like a missing name;
+for an exception without a stack, the ``throw`` of the reported value), for
 ``syntax_error`` and ``runtime_failure`` (hangs: loops that cannot end) diagnostics, and
 ``spans_from_text_evidence``, the spans a free-text verdict (a judge's evidence) points at.
 """
@@ -15,22 +17,16 @@ import re
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span
 from evaluators.localize.spans_common import (
-    _SELECTOR_NAME, _Case, Localization, similar_names,
+    _SELECTOR_NAME, _Case, _fn_at, Localization, ran_functions, similar_names,
 )
+from evaluators.localize.spans_unset import _NULL_READ, _unset_state
 
-_NULL_READ = re.compile(r"(?:Cannot (?:read|set) propert(?:y|ies) of (?:null|undefined)"
-                        r"(?: \((?:reading|setting) '([^']*)'\))?|(\S+) is (?:null|undefined))")
 _NAME_IN_MESSAGE = re.compile(r"([A-Za-z_$][\w$.]*) is not (?:defined|a function|a constructor)")
 _INFINITE_LOOP = re.compile(r"(?:while\s*\(\s*(?:true|1)\s*\)|for\s*\(\s*;\s*;\s*\))")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]{2,}")
 
 
 # -- exceptions, syntax errors, runtime failures -----------------------------------------------
-
-def _fn_at(g: CodeGraph, offset: int) -> int | None:
-    fn = g.enclosing_function(offset)
-    return None if fn is None else fn.index
-
 
 def _line_at(text: str, offset: int) -> Span:
     start = text.rfind("\n", 0, offset) + 1
@@ -93,6 +89,73 @@ def _named_in_message(c: _Case, by: str) -> None:
             c.add("ctx", v.decl, f"{v.name} is named like the missing {name}", by)
 
 
+def _library_arguments(c: _Case, stmt: Span, by: str) -> None:
+    """A TypeError raised inside a library: the elements the app's statement handed it.
+
+    When the top frames are the library's, the first in-app frame is the call into it; an
+    element looked up for that call that is the wrong one (or none) makes the library fail.
+    """
+    frames = c.d.get("frames") or ()
+    if not frames or frames[0].get("in_app") or "TypeError" not in str(c.d.get("message")):
+        return
+    code = c.g.text[stmt[0]:stmt[1]]
+    for q in c.g.dom_queries:
+        if q.variable and re.search(r"(?<![\w$.])" + re.escape(q.variable) + r"(?![\w$])",
+                                    code):
+            c.statement("dir", q.span, f"looks up the element {q.variable} that the failing "
+                        f"library call receives ({q.argument!r})", q.function, by)
+
+
+def _thrown_values(c: _Case) -> None:
+    """An exception without a stack (``throw 1``, ``throw "x"``): the app's ``throw``s.
+
+    Those whose literal value is the reported message are blamed directly; without one, the
+    others that could have thrown (in functions that ran, per the probe's coverage, when
+    known) are blamed directly if few, as context otherwise.
+    """
+    g = c.g
+    said = _thrown_message(str(c.d.get("message", "")))
+    throws = [(s, e) for s, e in g.statements if re.match(r"throw(?![\w$])", g.text[s:e])]
+    matched = [t for t in throws if _throw_matches(g.text[t[0] + 5:t[1]], said)]
+    for t in matched:
+        c.statement("dir", t, "throws the reported value", _fn_at(g, t[0]), "text")
+    if matched or not throws:
+        return
+    cov = c.d.get("coverage")
+    if isinstance(cov, dict) and isinstance(cov.get("functions"), list):
+        ran = ran_functions(g, cov)
+        throws = [t for t in throws if _fn_at(g, t[0]) in ran or _fn_at(g, t[0]) is None]
+    plain = [t for t in throws if not re.match(r"throw\s+new\s", g.text[t[0]:t[1]])]
+    for t in plain or throws:
+        c.statement("dir" if len(plain or throws) <= 3 else "ctx", t, "throw that may have "
+                    "raised the stackless exception", _fn_at(g, t[0]), "coverage")
+
+
+def _thrown_message(message: str) -> set[str]:
+    """What a stackless exception's report can say the thrown value was."""
+    rest = re.sub(r"^uncaught\s+", "", message.strip())
+    out = {rest}
+    for pattern in (r"^Uncaught\s+", r"^(?:Uncaught\s+)?\w*:\s*", r"^Error:\s*"):
+        out.add(re.sub(pattern, "", rest))
+    return {x.strip() for x in out if x.strip()}
+
+
+def _throw_matches(expr: str, said: set[str]) -> bool:
+    """Whether a thrown literal (number, string, template) prints as one of ``said``."""
+    expr = expr.strip().rstrip(";").strip()
+    if re.fullmatch(r"-?\d+(?:\.\d+)?", expr):
+        return any(x == expr or x == f"{float(expr):g}" for x in said)
+    m = re.fullmatch(r"(['\"])(.*)\1", expr, re.S)
+    if m:
+        return m.group(2) in said
+    m = re.fullmatch(r"`(.*)`", expr, re.S)
+    if m:  # `bad ${x}`: the static parts, anything in between
+        parts = re.split(r"\$\{[^}]*\}", m.group(1))
+        pattern = ".*".join(re.escape(p) for p in parts)
+        return any(re.fullmatch(pattern, x, re.S) for x in said)
+    return False
+
+
 def _page_error_stack(c: _Case) -> None:
     frames = [f for f in c.d.get("frames") or ()
               if f.get("in_app") and isinstance(f.get("offset"), int)]
@@ -108,6 +171,8 @@ def _page_error_stack(c: _Case) -> None:
         c.add("ctx", _statement_head(g, off) or _line_at(g.text, off),
               f"call on the stack (frame {k})", "stack")
     _null_sources(c, head, "stack")
+    _unset_state(c, head, [f["offset"] for f in frames], "stack")
+    _library_arguments(c, head, "stack")
     _named_in_message(c, "stack")
 
 
@@ -124,9 +189,12 @@ def _page_error_text(c: _Case) -> None:
         c.add("dir", span, "line quoted by the exception report", "text")
         c.function("ctx", _fn_at(c.g, span[0]), "function containing the quoted line", "text")
         _null_sources(c, span, "text")
+        _unset_state(c, span, [span[0]], "text")
     if not hits:
         for item in spans_from_text_evidence(c.g, str(c.d.get("message", ""))).evidence:
             c.add("ctx", tuple(item["span"]), item["why"], "text")
+    if not hits and not c.d.get("frames"):  # no stack at all: a thrown non-Error value
+        _thrown_values(c)
     _named_in_message(c, "text")
 
 

@@ -1,10 +1,12 @@
 """Probe-failure strategies of diagnostic localization (``evaluators.localize.spans``).
 
 Holds the rules that blame code for a failed probe step: the ``text`` rules (writers of the
-checked element, handlers of the acted-on one, style rules, missing, dangling and
-misdirected element lookups, unbound handlers, and the context of what was blamed), the
-``naive`` baseline (whole functions querying the failing element), and the execution
-grounding of the ``grounded`` method with precise coverage (``ran_functions``).
+checked element, handlers of the acted-on one or of an ancestor it bubbles to, style rules
+and the declarations that hide an ancestor, missing, dangling and misdirected element
+lookups, unbound handlers and the registrations that update the checked element from another
+element, and the context of what was blamed), the ``naive`` baseline (whole functions
+querying the failing element), and the execution grounding of the ``grounded`` method with
+precise coverage (narrowed by ``spans_flow``).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Element, EventBinding, Span
 from evaluators.localize.spans_common import (
     _ACTION_EVENTS, _CHECK_WRITES, _TEXT, _bindings_for, _Case, _describe, _failure, _Failure,
-    _norm, _write_key, _write_keys, _writes, similar_names,
+    _fn_at, _norm, _write_key, _write_keys, _writes, ran_functions, similar_names,
 )
-from evaluators.localize.spans_errors import _fn_at, _loops
+from evaluators.localize.spans_errors import _loops
+from evaluators.localize.spans_flow import narrow_to_slice
 
 _STYLE_CHECKS = frozenset(("class", "css", "attribute", "visible", "hidden"))
 _SHOWN_PROPS = frozenset(("display", "visibility", "opacity", "width", "height", "max-height",
@@ -101,12 +104,40 @@ def _css_rules(c: _Case, f: _Failure) -> None:
                 c.add("dir", r.span, f"rule {r.selector!r} matches {what} and sets {hit[0]}")
             elif check == "css":
                 c.add("ctx", r.span, f"rule {r.selector!r} matches {what}")
-        parent = c.g.elements[x].parent
-        while parent is not None and check in ("visible", "hidden", "action"):
-            for r in c.g.rules_for_element(parent):
-                if any(d.property.lower() in ("display", "visibility") for d in r.declarations):
-                    c.add("ctx", r.span, f"rule {r.selector!r} can hide an ancestor of {what}")
-            parent = c.g.elements[parent].parent
+        if check in ("visible", "hidden", "action"):
+            _hiding_ancestors(c, c.g.elements[x].parent, check, what)
+    if not f.targets and check in ("visible", "action"):
+        # X is made by script (a p5 canvas): the static containers its locator names.
+        for e in c.g.elements:
+            if e.id in f.outer_names or set(e.classes) & set(f.outer_names):
+                _hiding_ancestors(c, e.index, check, f"{f.label or 'the element'}")
+
+
+def _hides(d) -> bool:
+    """Whether a declaration hides its element (and so all it contains)."""
+    value = d.value.strip().lower().replace("!important", "").strip()
+    prop = d.property.lower()
+    return ((prop == "display" and value == "none") or (prop == "visibility" and value in (
+        "hidden", "collapse")) or (prop == "opacity" and re.fullmatch(r"0*\.?0*%?", value)))
+
+
+def _hiding_ancestors(c: _Case, start: int | None, check: str, what: str) -> None:
+    """Rules of ``start`` and its ancestors that can hide what they contain.
+
+    When X should be visible (or acted on) a declaration that hides (``display: none``) is
+    blamed directly, its rule as context; other display and visibility rules are context.
+    """
+    at = start
+    while at is not None:
+        for r in c.g.rules_for_element(at):
+            hiding = [d for d in r.declarations if _hides(d)] if check != "hidden" else []
+            for d in hiding:
+                c.add("dir", d.span, f"rule {r.selector!r} hides "
+                      f"{_describe(c.g, [at])}, which holds {what}")
+            if hiding or any(d.property.lower() in ("display", "visibility")
+                             for d in r.declarations):
+                c.add("ctx", r.span, f"rule {r.selector!r} can hide an ancestor of {what}")
+        at = c.g.elements[at].parent
 
 
 def _class_names(expected) -> list[str]:
@@ -302,20 +333,52 @@ def _unbound_actor(c: _Case, f: _Failure) -> None:
             loop = _loop_head(g, b.span)
             if loop is not None:
                 c.add("dir", loop, f"loop that binds elements like {_describe(g, f.actors)}")
+    _writers_bound_elsewhere(c, f, events)
 
 
-def _context(c: _Case) -> None:
-    """Callees, call sites and program state of the functions blamed directly."""
+def _callers_of(g: CodeGraph, fns: set[int], depth: int = 3) -> set[int]:
+    """``fns`` and the functions that call them, up to ``depth`` calls away."""
+    found, frontier = set(fns), set(fns)
+    for _ in range(depth):
+        frontier = {call.caller for fi in frontier for call in g.calls_to(fi)} - {None} - found
+        found |= frontier
+    return found
+
+
+def _writers_bound_elsewhere(c: _Case, f: _Failure, events: frozenset[str]) -> None:
+    """Y has no handler, yet handlers bound to other elements update X: one of those
+    registrations may name the wrong element (the one meant for Y)."""
+    g = c.g
+    writers = {w.function for w in _writes(g, f.targets, _write_keys(f))} - {None}
+    reach = _callers_of(g, writers)
+    what = _describe(g, f.targets, f.label)
+    for b in g.event_bindings:
+        if (b.handler in reach and not b.global_target and b.event
+                and b.event.lower() in events and not set(b.elements) & set(f.actors)):
+            end = b.handler_span[0] if b.span[0] < b.handler_span[0] < b.span[1] else b.span[1]
+            c.add("dir", (b.span[0], end), f"binds a handler that updates {what} on "
+                  f"{_describe(g, b.elements, b.target_text[:40])}, while "
+                  f"{_describe(g, f.actors)} has none")
+
+
+def _context(c: _Case, ran: set[int] | None = None) -> None:
+    """Callees, call sites and program state of the functions blamed directly.
+
+    With ``ran`` (the functions coverage saw run since load, when any did), callees that did
+    not run and call sites in functions that did not run are left out: this failure's path
+    did not go through them (load-time code is not in ``ran``, so top-level sites stay).
+    """
     g = c.g
     fns = sorted({i.fn for i in c.items if i.set == "dir" and i.fn is not None})
     for fi in fns:
         name = g.functions[fi].qualname or "an anonymous function"
         for call in g.calls_from(fi):
             for t in call.targets:
-                if t != fi:
+                if t != fi and (not ran or t in ran):
                     c.function("ctx", t, f"called by {name}")
         for call in g.calls_to(fi):
-            c.statement("ctx", call.span, f"calls {name}", call.caller)
+            if not ran or call.caller is None or call.caller in ran:
+                c.statement("ctx", call.span, f"calls {name}", call.caller)
         s, e = g.functions[fi].span
         for v in g.state_vars:
             if any(s <= a < e for a, _ in v.reads + v.writes):
@@ -338,6 +401,12 @@ def _naive_queries(c: _Case, f: _Failure, why: str) -> None:
 
 
 def _probe_text(c: _Case) -> None:
+    _probe_rules(c)
+    _context(c)
+
+
+def _probe_rules(c: _Case) -> None:
+    """The text rules of a probe failure, without the context of what they blamed."""
     f = _failure(c.g, c.d, c.probe)
     c.failure = f
     if _HANG.search(str(c.d.get("message", ""))):
@@ -348,7 +417,6 @@ def _probe_text(c: _Case) -> None:
     _unbound_actor(c, f)
     if not c.has("dir"):
         _naive_queries(c, f, "fallback: the function looking up the failing element")
-    _context(c)
 
 
 def _probe_naive(c: _Case) -> None:
@@ -357,46 +425,24 @@ def _probe_naive(c: _Case) -> None:
 
 # -- execution grounding -----------------------------------------------------------------------
 
-def ran_functions(g: CodeGraph, coverage: dict | None) -> set[int]:
-    """Graph functions that precise coverage saw run (count > 0).
-
-    A covered range is matched to the graph function ending at the same offset whose start is
-    nearest (V8 and tree-sitter may disagree on where a function starts: the ``function``
-    keyword, the name or the parameters), else to the innermost function containing it.
-    """
-    by_end: dict[int, list[int]] = {}
-    for fn in g.functions:
-        by_end.setdefault(fn.span[1], []).append(fn.index)
-    ran = set()
-    for cov in (coverage or {}).get("functions") or ():
-        if not isinstance(cov, dict) or not cov.get("count", 1) or cov.get("start") is None:
-            continue
-        s, e = int(cov["start"]), int(cov.get("end", cov["start"]))
-        same_end = by_end.get(e)
-        if same_end:
-            ran.add(min(same_end, key=lambda i: abs(g.functions[i].span[0] - s)))
-            continue
-        fn = g.enclosing_function(s)
-        if fn is not None and fn.span[1] >= e:
-            ran.add(fn.index)
-    return ran
-
-
-def _ground(c: _Case) -> None:
+def _ground(c: _Case) -> set[int] | None:
     """Execution grounding of a probe failure with the functions that ran since load.
 
     Adds to S_dir the writers of X and the handlers of Y that ran, and the functions they
     called that ran; then moves the blamed functions that did not run to S_ctx, unless none
     of them ran. When the action ran no code at all, blames the wiring (``_nothing_ran``).
+
+    Returns:
+        The functions that ran; None without coverage or when nothing ran.
     """
     cov = c.d.get("coverage")
     if not isinstance(cov, dict) or not isinstance(cov.get("functions"), list):
-        return
+        return None
     g, f = c.g, c.failure
     ran = ran_functions(g, cov)
     if not ran and f.action:
         _nothing_ran(c)
-        return
+        return None
     what = _describe(g, f.targets, f.label)
     keys = _write_keys(f)
     writes = _writes(g, f.targets, keys)
@@ -420,18 +466,21 @@ def _ground(c: _Case) -> None:
         if b.handler in ran:
             c.function("dir", b.handler, f"ran before the failure, bound to {b.target_text[:40]} "
                        f"for the action on {actor}", "coverage")
-    for fi in sorted({i.fn for i in c.items if i.set == "dir" and i.fn in ran}):
-        for call in g.calls_from(fi):
-            for t in call.targets:
-                if t in ran and t != fi:
-                    c.function("dir", t, f"ran before the failure, called by "
-                               f"{g.functions[fi].qualname or 'a blamed function'}", "coverage")
+    if not narrow_to_slice(c, f, ran):  # no write of X ran: the callees that ran, whole
+        for fi in sorted({i.fn for i in c.items if i.set == "dir" and i.fn in ran}):
+            for call in g.calls_from(fi):
+                for t in call.targets:
+                    if t in ran and t != fi:
+                        c.function("dir", t, f"ran before the failure, called by "
+                                   f"{g.functions[fi].qualname or 'a blamed function'}",
+                                   "coverage")
     direct = [i for i in c.items if i.set == "dir" and i.fn is not None]
     if any(i.fn in ran for i in direct):
         for i in direct:
             if i.fn not in ran:
                 i.set, i.by = "ctx", "coverage"
                 i.why += "; did not run before the failure"
+    return ran or None
 
 
 def _nothing_ran(c: _Case) -> None:
@@ -453,6 +502,5 @@ def _nothing_ran(c: _Case) -> None:
 
 
 def _probe_grounded(c: _Case) -> None:
-    _probe_text(c)
-    _ground(c)
-    _context(c)
+    _probe_rules(c)
+    _context(c, _ground(c))

@@ -378,3 +378,27 @@ def test_state_writes_through_mutation_and_indices():
     assert g.state_var("grid").writes == (span(text, "grid[0][0] = x"),)  # not the parameter's
     assert g.state_var("state").reads == (span(text, "state", 1), span(text, "state", 3))
     assert g.state_var("state2") is None  # a local
+
+
+def test_variables_and_their_references():
+    text = ("<span id='o'></span><script>let n = 1; const el = document.getElementById('o');\n"
+            "function f(n) { el.textContent = n; n += 1; return n; }\n"
+            "const state = {};\nfunction g() { n++; state.x = n; }</script>")
+    g = build_graph(text)
+    names = [(v.name, v.kind, v.is_global) for v in g.variables]
+    assert names[:4] == [("n", "let", True), ("el", "const", True), ("f", "function", True),
+                         ("n", "param", False)]
+    assert g.variables[0].decl == span(text, "n = 1")
+    assert g.variables[3].function == g.functions_named("f")[0].index
+    refs = [(g.variables[r.variable].name, g.variables[r.variable].kind, text[r.span[0]:r.span[1]],
+             r.write, text[r.site[0]:r.site[1]]) for r in g.var_refs]
+    assert refs == [
+        ("el", "const", "el", False, "el"),  # a property of an element: not a write of el
+        ("n", "param", "n", False, "n"),
+        ("n", "param", "n", True, "n += 1"),
+        ("n", "param", "n", False, "n"),
+        ("n", "let", "n", True, "n++"),
+        ("state", "const", "state", False, "state"),
+        ("state", "const", "state.x", True, "state.x = n"),
+        ("n", "let", "n", False, "n"),
+    ]

@@ -135,9 +135,11 @@ def test_coverage_narrows_and_extends_direct_set(g):
                                        g.functions_named("render")[0].index}
     diag = {**TEXT_AFTER_INC, "coverage": cover}
     loc = localize(g, diag, "grounded")
-    # onReset's write did not run: it moves to the context; render ran and writes #out.
-    assert loc.s_dir == tuple(merge_spans([function("render"), function("onInc"),
-                                           span(INC_BINDING)]))
+    # onReset's write did not run: it moves to the context; render ran and writes #out, and
+    # the statements whose values reach the write join (short functions stay whole).
+    assert loc.s_dir == tuple(merge_spans([
+        function("render"), function("onInc"), span(INC_BINDING), span("let count = 0;"),
+        span("let step = 1;"), span("const out = document.getElementById('out');")]))
     assert span("out.textContent = '0';")[0] in {s for s, _ in loc.s_ctx} or any(
         s <= span("out.textContent = '0';")[0] < e for s, e in loc.s_ctx)
     moved = [e for e in loc.evidence if e["span"] == list(span("out.textContent = '0';"))]
@@ -427,6 +429,14 @@ def test_functions_that_ran_under_a_blamed_handler_join_the_direct_set():
     ran = {"functions": [{"name": n, "start": s, "end": e, "count": 1}
                          for n, (s, e) in (("calc", calc), ("onGo", on_go))]}
     grounded = localize(g, {**diag, "coverage": ran}, "grounded")
-    assert calc in grounded.s_dir
-    assert any(e["by"] == "coverage" and e["why"] == "ran before the failure, called by onGo"
+    # onGo wrote #out: of calc, the slice of that write keeps the value it returns.
+    assert span("return x * 3;", text=CALC) in grounded.s_dir
+    assert any(e["by"] == "flow" and e["why"] == "returns a value the slice uses (calc)"
                for e in grounded.evidence)
+    # No code writes the value the check reads: the functions that ran are blamed whole.
+    value = probe_failure({"expect": "value", "locator": "#out", "value": "6"},
+                          {"do": "click", "locator": "#go"})
+    whole = localize(g, {**value, "coverage": ran}, "grounded")
+    assert calc in whole.s_dir
+    assert any(e["by"] == "coverage" and e["why"] == "ran before the failure, called by onGo"
+               for e in whole.evidence)

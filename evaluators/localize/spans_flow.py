@@ -1,0 +1,131 @@
+"""Data-flow narrowing of grounded probe-failure blame (``evaluators.localize.spans``).
+
+The grounded rules blame whole functions: the writers of the checked element X and the
+handlers of the acted-on element Y that ran. Most of their code does not touch X, and every
+blamed character dilutes the weight on the faulty ones. With the graph's statement-level
+flow (``flow``) this module blames instead the backward slice of the statements that wrote X
+in functions that ran: the statements whose values reach the write, the conditions that
+decide whether it runs and the calls that led to it, in the functions that ran or can have
+run at load (coverage, read after load, does not see those). The whole functions the slice
+narrows move to the context.
+"""
+
+from __future__ import annotations
+
+from evaluators.localize.graph import CodeGraph
+from evaluators.localize.spans_common import (
+    _CHECK_WRITES, _Case, _Failure, _write_key, _write_keys, _writes,
+)
+
+_LOAD_EVENTS = frozenset(("load", "domcontentloaded", "readystatechange"))
+_P5_START = frozenset(("setup", "preload"))
+_WHOLE = 400  # characters up to which a function the slice narrows stays blamed whole
+_BIG = 600  # characters over which a statement the slice reaches is context, not direct
+
+
+def load_functions(g: CodeGraph) -> set[int]:
+    """Functions that can run while the page loads: those top-level code calls, load
+    handlers, p5's ``setup`` and ``preload``, and the functions they call."""
+    found = {t for call in g.calls if call.caller is None and call.kind != "reference"
+             for t in call.targets}
+    found |= {b.handler for b in g.event_bindings if b.handler is not None
+              and b.global_target and (b.event or "").lower() in _LOAD_EVENTS}
+    found |= {f.index for f in g.functions if f.parent is None and f.name in _P5_START}
+    frontier = set(found)
+    while frontier:
+        frontier = {t for fi in frontier for call in g.calls_from(fi)
+                    if call.kind != "reference" for t in call.targets} - found
+        found |= frontier
+    return found
+
+
+def _call_path(g: CodeGraph, functions: set[int], ran: set[int], depth: int = 3) -> dict:
+    """Call statements, in functions that ran, that led to ``functions`` (up to ``depth``
+    calls back): statement index -> why."""
+    flow, out = g.flow, {}
+    seen, frontier = set(functions), set(functions)
+    for _ in range(depth):
+        nxt = set()
+        for fn in frontier:
+            for k in flow.callers(fn):
+                caller = flow.statements[k].function
+                if caller in ran:
+                    out.setdefault(k, f"calls {g.functions[fn].qualname or 'a function'}, "
+                                      "which sets the checked value")
+                    if caller not in seen:
+                        seen.add(caller)
+                        nxt.add(caller)
+        frontier = nxt
+    return out
+
+
+def _seed_writes(g: CodeGraph, f: _Failure) -> list[tuple]:
+    """``(write, what it writes, whether only its target matters)`` for the check: X's
+    writes of what the check reads; for X made by script, what fills the containers its
+    locator names; when no code writes X that way, the writes of that kind to other elements,
+    of which only the element written matters (one of them may miss X, not compute badly)."""
+    keys = _write_keys(f)
+    writes = _writes(g, f.targets, keys)
+    if writes:
+        return [(w, "the checked element", False) for w in writes]
+    if not f.targets:
+        holders = [e.index for e in g.elements
+                   if e.id in f.outer_names or set(e.classes) & set(f.outer_names)]
+        return [(w, "a container of the checked element", False)
+                for w in _writes(g, holders, _CHECK_WRITES["count"])]
+    if keys is None or f.missing:
+        return []
+    return [(w, "another element than the checked one", True) for w in g.element_writes
+            if _write_key(w) in keys]
+
+
+def _target_variables(g: CodeGraph, w) -> set[int]:
+    """Variables read in the element expression of a write (``els.out`` of
+    ``els.out.textContent = v``)."""
+    start = w.span[0]
+    end = g.text.find(w.target_text, start, w.span[1])
+    end = start + len(w.target_text) if end == start else start
+    return {r.variable for r in g.var_refs if start <= r.span[0] < end and not r.write}
+
+
+def narrow_to_slice(c: _Case, f: _Failure, ran: set[int]) -> bool:
+    """Blames the slice of X's writes that ran (or, when none ran during the probe, of
+    those made while the page loaded: X still shows their value); True when there was one.
+
+    Long functions blamed whole whose statements the slice reaches are replaced by them.
+    """
+    g = c.g
+    flow = g.flow
+    loaded = load_functions(g)
+    seeds: dict[int, str] = {}
+    only: dict[int, set[int]] = {}
+    writes = _seed_writes(g, f)
+    for when in (ran, loaded | {None}):
+        for w, what, target in writes:
+            k = flow.statement_at(w.span[0], w.function) if w.function in when else None
+            if k is not None:
+                seeds[k] = f"writes {w.kind} {w.detail}".rstrip() + f" of {what}"
+                if target:
+                    only[k] = only.get(k, set()) | _target_variables(g, w)
+        if seeds:
+            break
+    if not seeds:
+        return False
+    writers = {flow.statements[k].function for k in seeds}
+    path = _call_path(g, writers, ran)
+    sliced = flow.slice({**path, **seeds},
+                        lambda fn: fn is None or fn in ran or fn in loaded, only)
+    touched = set()
+    for k, why in sliced.items():
+        spans = flow.blame(k)  # a long data table is context: it rarely holds the fault
+        big = k not in seeds and sum(e - s for s, e in spans) > _BIG
+        for span in spans:
+            c.add("ctx" if big else "dir", span, why, "flow")
+        touched.add(flow.statements[k].function)
+    # A short function stays whole (a missing statement hides in it too); a long one is
+    # replaced by its statements in the slice, in either set.
+    c.items = [i for i in c.items if not (
+        i.fn is not None and i.fn in touched and i.span == g.functions[i.fn].span
+        and i.span[1] - i.span[0] > _WHOLE)]
+    return True
+

@@ -1,0 +1,160 @@
+"""Null reads of state that no code gives a value (``evaluators.localize.spans``).
+
+``Cannot read properties of undefined`` at a statement that reads program state no code ever
+sets (a variable only declared, or declared empty, and never assigned; an object property no
+code assigns) means an assignment is missing. A missing statement has no span of its own, so
+the rule blames where it belongs: among the assignments of its siblings (variables declared
+in the same statement, other properties of the same object: code sets them together), and
+just before the read on each stack frame (the path that reached the read without setting
+it). The start-up functions on the stack, where state is usually set, are context.
+"""
+
+from __future__ import annotations
+
+import re
+
+from evaluators.localize.graph import CodeGraph
+from evaluators.localize.model import Span, StateVar
+from evaluators.localize.spans_common import _Case, _fn_at
+
+_NULL_READ = re.compile(r"(?:Cannot (?:read|set) propert(?:y|ies) of (?:null|undefined)"
+                        r"(?: \((?:reading|setting) '([^']*)'\))?|(\S+) is (?:null|undefined))")
+# A declarator that leaves its variable without a value, or with an empty container.
+_NO_VALUE = re.compile(r"[\w$]+\s*(?:=\s*(?:null|undefined|void\s+0))?\s*")
+_EMPTY = re.compile(r"[\w$]+\s*=\s*(?:\[\s*\]|\{\s*\}|new\s+(?:Map|Set|Array|Object)\s*\(\s*\))\s*")
+_ASSIGN = re.compile(r"\s*(?:(?:[-+*/%&|^]|\*\*|<<|>>>?|&&|\|\||\?\?)?=(?!=)|\+\+|--)")
+_PATH_LIMIT = 600  # longest statement blamed as "the code just before" a read (characters)
+_RUN_LIMIT = 1200  # longest run of sibling assignments blamed with the gaps between them
+_ENTRY = frozenset(("setup", "preload", "init", "main", "initialize"))
+
+
+def _assigned(g: CodeGraph, v: StateVar) -> bool:
+    """Whether code sets ``v``: a property by any write or a literal key; a variable by an
+    assignment (mutating calls such as ``v.push(x)`` need a value already)."""
+    if "." in v.name:
+        return bool(v.writes) or v.decl is not None
+    for s, e in v.writes:
+        site = g.text[s:e]
+        if site.startswith(("[", "{", "++", "--")) or (
+                site.startswith(v.name) and _ASSIGN.match(site, len(v.name))):
+            return True
+    return False
+
+
+def _root_value(g: CodeGraph, v: StateVar) -> str:
+    """``set``, ``empty`` (only ever an empty container) or ``none`` (never a value)."""
+    if _assigned(g, v):
+        return "set"
+    decl = "" if v.decl is None else g.text[v.decl[0]:v.decl[1]]
+    if v.decl is None or _NO_VALUE.fullmatch(decl):
+        return "none"
+    return "empty" if _EMPTY.fullmatch(decl) else "set"
+
+
+def _unset_in(g: CodeGraph, stmt: Span) -> list[StateVar]:
+    """State ``stmt`` reads that no code sets: a variable never given a value; a property
+    (``a.b`` of a read of ``a.b.c``) or an element (``a[i]``) of a variable that is only ever
+    an empty container."""
+    by_name = {v.name: v for v in g.state_vars}
+    out: dict[str, StateVar] = {}
+    for v in g.state_vars:
+        reads = [a for a, _ in v.reads if stmt[0] <= a < stmt[1]]
+        parts = v.name.split(".")
+        root = by_name.get(parts[0])
+        if not reads or root is None:
+            continue
+        value = _root_value(g, root)
+        if value == "none":
+            out[root.name] = root
+        elif value == "empty" and len(parts) > 1:
+            name = ".".join(parts[:2])
+            p = by_name.get(name)
+            if p is None or not _assigned(g, p):
+                out[name] = p or StateVar(name, parts[0], None, (), ())
+        elif value == "empty" and any(
+                re.match(r"\s*\[", g.text[a + len(v.name):a + len(v.name) + 4]) for a in reads):
+            out[root.name] = root
+    return list(out.values())
+
+
+def _siblings(g: CodeGraph, unset: list[StateVar]) -> list[StateVar]:
+    """State set together with the unset: variables declared in the same statement, other
+    properties of the same object."""
+    decls = {g.enclosing_statement(v.decl[0]) for v in unset if v.decl and "." not in v.name}
+    parents = {v.name.rsplit(".", 1)[0] for v in unset if "." in v.name}
+    names = {v.name for v in unset}
+    out = []
+    for v in g.state_vars:
+        if v.name in names or not _assigned(g, v):
+            continue
+        if "." in v.name and v.name.rsplit(".", 1)[0] in parents:
+            out.append(v)
+        elif "." not in v.name and v.decl and g.enclosing_statement(v.decl[0]) in decls - {None}:
+            out.append(v)
+    return out
+
+
+def _neighbour(g: CodeGraph, stmt: Span, after: bool) -> Span | None:
+    """The statement just before (or after) ``stmt`` in the same block (or script)."""
+    fn = g.enclosing_function(stmt[0])
+    starts = [s for s, e in g.statements if s <= stmt[0] and stmt[1] <= e and (s, e) != stmt]
+    ends = [e for s, e in g.statements if s <= stmt[0] and stmt[1] <= e and (s, e) != stmt]
+    body = fn.body if fn is not None and fn.body[0] <= stmt[0] else next(
+        (sc.span for sc in g.scripts if sc.span[0] <= stmt[0] < sc.span[1]), g.region)
+    lo, hi = max(starts + [body[0]]), min(ends + [body[1]])
+    if after:
+        found = [(s, -e) for s, e in g.statements if stmt[1] <= s and e <= hi]
+        return (min(found)[0], -min(found)[1]) if found else None
+    found = [(e, -s) for s, e in g.statements if lo <= s and e <= stmt[0]]
+    return (-max(found)[1], max(found)[0]) if found else None
+
+
+def _sibling_runs(c: _Case, unset: list[StateVar], stack: set, names: str, by: str) -> None:
+    """The run of statements assigning the siblings in each function off the stack, gaps
+    included, and the statement after it: where the missing assignment belongs."""
+    g = c.g
+    per_fn: dict[int | None, list[Span]] = {}
+    for v in _siblings(g, unset):
+        for w in v.writes:
+            stmt = g.enclosing_statement(w[0])
+            if stmt is not None and _fn_at(g, w[0]) not in stack:
+                per_fn.setdefault(_fn_at(g, w[0]), []).append(stmt)
+    for fn, stmts in per_fn.items():
+        run = (min(s for s, _ in stmts), max(e for _, e in stmts))
+        why = f"sets the state set with {names}, which no code sets"
+        for span in [run] if run[1] - run[0] <= _RUN_LIMIT else stmts:
+            c.add("dir", span, why, by)
+        after = _neighbour(g, run, True)
+        if after is not None and after[1] - after[0] <= _PATH_LIMIT:
+            c.add("dir", after, why + " (the statement after them)", by)
+
+
+def _unset_state(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
+    """A null read of state that no code sets: where the missing assignment belongs.
+
+    Args:
+        c: The case (a page_error).
+        stmt: The failing statement.
+        offsets: In-app stack frame offsets, top first (just the statement's without a
+            stack).
+        by: Evidence source.
+    """
+    if not _NULL_READ.search(str(c.d.get("message", ""))):
+        return
+    g = c.g
+    unset = _unset_in(g, stmt)
+    if not unset:
+        return
+    names = ", ".join(v.name for v in unset)
+    stack = {_fn_at(g, off) for off in offsets}
+    _sibling_runs(c, unset, stack, names, by)
+    for k, off in enumerate(offsets):
+        inner = g.enclosing_statement(off)
+        prev = None if inner is None else _neighbour(g, inner, False)
+        if prev is not None and prev[1] - prev[0] <= _PATH_LIMIT:
+            c.add("dir", prev, f"runs just before the read of {names} (frame {k}) and does not "
+                  "set it, which no code does", by)
+        fn = _fn_at(g, off)
+        if fn is not None and g.functions[fn].name in _ENTRY:
+            c.function("ctx", fn, f"start-up function on the stack, where {names} is not set",
+                       by)

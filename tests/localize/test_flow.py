@@ -1,0 +1,186 @@
+"""Statement-level data flow and the slices that narrow grounded blame: exact spans."""
+
+from __future__ import annotations
+
+from evaluators.localize.graph import build_graph
+from evaluators.localize.spans import localize, merge_spans
+from evaluators.localize.spans_flow import load_functions
+
+APP = """<button id="go">Go</button><span id="out"></span><ul id="list"></ul>
+<script>
+let total = 0, scale = 2;
+let unused = 5;
+const out = document.getElementById('out');
+function fmt(v) {
+  const k = v * scale;
+  return 'n=' + k;
+}
+function render(limit) {
+  if (total > limit) {
+    out.textContent = fmt(total);
+  }
+  draw();
+}
+function draw() { let z = 1; }
+function onGo() {
+  for (let i = 0; i < 3; i++) { total += i; }
+  [1, 2].forEach(x => { unused = x; });
+  render(1);
+}
+document.getElementById('go').addEventListener('click', onGo);
+</script>"""
+
+
+def span(sub: str, text: str = APP) -> tuple[int, int]:
+    start = text.index(sub)
+    return start, start + len(sub)
+
+
+def heads(g, found) -> set[str]:
+    return {g.text[s:e] for k in found for s, e in g.flow.blame(k)}
+
+
+def test_statements_own_their_reads_writes_and_calls():
+    g = build_graph(APP)
+    flow = g.flow
+    loop = flow.statement_at(span("for (let i")[0])
+    st = flow.statements[loop]
+    assert g.text[st.head[0]:st.head[1]] == "for (let i = 0; i < 3; i++)"
+    assert {g.variables[v].name for v in st.defs} == {"i"}  # the clauses belong to the loop
+    body = flow.statements[flow.statement_at(span("total += i;")[0])]
+    assert body.parent == loop
+    assert {g.variables[v].name for v in body.defs} == {"total"}
+    assert {g.variables[v].name for v in body.uses} == {"total", "i"}  # += reads as well
+    write = flow.statements[flow.statement_at(span("out.textContent")[0])]
+    assert {g.variables[v].name for v in write.uses} == {"out", "total"}
+    assert write.defs == set()  # a property of an element is not the variable's value
+    assert write.calls == {g.functions_named("fmt")[0].index}
+    # A callback's statements are its own; its holder keeps the call that runs it.
+    each = flow.statement_at(span("[1, 2].forEach")[0])
+    assert flow.statement_at(span("unused = x")[0]) != each
+    assert flow.blame(each) == [span("[1, 2].forEach(x => {"), span("});")]
+
+
+def test_slice_follows_data_control_calls_and_parameters():
+    g = build_graph(APP)
+    flow = g.flow
+    seed = flow.statement_at(span("out.textContent")[0])
+    found = flow.slice({seed: "seed"}, lambda fn: True)
+    assert heads(g, found) == {
+        "out.textContent = fmt(total);",  # the seed
+        "if (total > limit)",  # decides whether it runs; limit is render's parameter:
+        "render(1);",  # the call that passes it
+        "let total = 0, scale = 2;", "total += i;", "for (let i = 0; i < 3; i++)",  # total
+        "const out = document.getElementById('out');",
+        "return 'n=' + k;", "const k = v * scale;",  # what fmt returns, from its argument
+    }
+    assert found[flow.statement_at(span("return 'n='")[0])] == (
+        "returns a value the slice uses (fmt)")
+    # Functions that are not allowed (did not run) contribute nothing.
+    on_go = g.functions_named("onGo")[0].index
+    narrow = flow.slice({seed: "seed"}, lambda fn: fn != on_go)
+    assert "total += i;" not in heads(g, narrow) and "render(1);" not in heads(g, narrow)
+
+
+def test_load_functions():
+    text = ("<script>\nfunction a() { b(); }\nfunction b() {}\nfunction c() {}\n"
+            "function setup() {}\nfunction h() { c(); }\na();\n"
+            "window.addEventListener('load', h);\ndocument.body.onclick = c;\n</script>")
+    g = build_graph(text)
+    names = {g.functions[i].name for i in load_functions(g)}
+    assert names == {"a", "b", "setup", "h", "c"}
+    text = text.replace("function h() { c(); }", "function h() {}")
+    assert "c" not in {g.functions[i].name for i in load_functions(build_graph(text))}
+
+
+def probe(check: dict, action: dict, ran: list[str], g) -> dict:
+    cover = [{"name": n, "start": f.span[0], "end": f.span[1], "count": 1}
+             for n in ran for f in g.functions_named(n)]
+    return {"kind": "probe_failure", "stage": "rubric", "severity": "moderate",
+            "rubric_id": "r", "message": "expect failed", "step_index": 1, "step": check,
+            "locator": check.get("locator"), "expected": check.get("value"), "actual": "x",
+            "after_action": {"step_index": 0, "step": action, "locator": action["locator"]},
+            "coverage": {"functions": cover, "since": "load"}}
+
+
+LONG = """<button id="go">Go</button><p id="a"></p><p id="b"></p><div id="box"></div>
+<script>
+const a = document.getElementById('a');
+const b = document.getElementById('b');
+const box = document.getElementById('box');
+let mode = 1;
+function update() {
+  const x = mode * 7;
+  const y = mode + 100;
+  a.textContent = 'a=' + x;
+  b.textContent = 'b=' + y;
+  const item = document.createElement('i');
+  item.textContent = x;
+  box.appendChild(item);
+  // padding so that the function is long enough to be narrowed by the slice..........
+  // padding so that the function is long enough to be narrowed by the slice..........
+  // padding so that the function is long enough to be narrowed by the slice..........
+}
+document.getElementById('go').addEventListener('click', update);
+</script>"""
+
+
+def test_grounded_blame_is_narrowed_to_the_slice_of_the_write():
+    g = build_graph(LONG)
+    go = {"do": "click", "locator": "#go"}
+    loc = localize(g, probe({"expect": "text", "locator": "#a", "value": "a=14"}, go,
+                            ["update"], g), "grounded")
+    update = g.functions_named("update")[0].span
+    assert update[1] - update[0] > 400
+    assert loc.s_dir == tuple(merge_spans([
+        span("const a = document.getElementById('a');", LONG), span("let mode = 1;", LONG),
+        span("const x = mode * 7;", LONG), span("a.textContent = 'a=' + x;", LONG),
+        span("document.getElementById('go').addEventListener('click', update)", LONG)]))
+    assert not any(s <= update[0] and update[1] <= e for s, e in loc.s_ctx)  # replaced
+    assert {"span": list(span("const x = mode * 7;", LONG)), "set": "dir",
+            "why": "sets x, which the slice reads", "by": "flow"} in loc.evidence
+
+
+def test_script_made_element_is_sliced_from_what_fills_its_container():
+    g = build_graph(LONG)
+    go = {"do": "click", "locator": "#go"}
+    loc = localize(g, probe({"expect": "text", "locator": "#box i", "value": "14"}, go,
+                            ["update"], g), "grounded")
+    for part in ("box.appendChild(item);", "item.textContent = x;",
+                 "const item = document.createElement('i');", "const x = mode * 7;"):
+        assert span(part, LONG) in loc.s_dir or any(
+            s <= span(part, LONG)[0] and span(part, LONG)[1] <= e for s, e in loc.s_dir)
+    assert not any(s <= span("const y", LONG)[0] < e for s, e in loc.s_dir)
+
+
+MISSED = """<button id="go">Go</button><p id="total"></p><p id="label"></p>
+<script>
+const TABLE = [""" + ", ".join(str(i) for i in range(300)) + """];
+const totalEl = document.getElementById('label');
+let n = 2;
+function show() {
+  const v = TABLE[n] * 3;
+  totalEl.textContent = v;
+}
+show();
+</script>"""
+
+
+def test_when_no_code_writes_the_element_only_the_written_element_is_followed():
+    g = build_graph(MISSED)
+    # Checked before any action, and nothing ran during the probe: what ran at load.
+    diag = probe({"expect": "text", "locator": "#total", "value": "6"},
+                 {"do": "click", "locator": "#none"}, [], g)
+    diag["after_action"] = None
+    loc = localize(g, diag, "grounded")
+    assert span("const totalEl = document.getElementById('label');", MISSED) in loc.s_dir
+    assert span("totalEl.textContent = v;", MISSED) in loc.s_dir
+    assert not any(s <= span("const v", MISSED)[0] < e for s, e in loc.s_dir)  # the value
+    # A long statement the slice reaches is context (a data table rarely holds the fault).
+    show = {"expect": "text", "locator": "#label", "value": "6"}
+    diag = {**probe(show, {"do": "click", "locator": "#go"}, [], g), "after_action": None}
+    loc = localize(g, diag, "grounded")
+    table = span("const TABLE = [", MISSED)
+    assert span("const v = TABLE[n] * 3;", MISSED) in loc.s_dir
+    assert not any(s <= table[0] < e for s, e in loc.s_dir)
+    assert any(s <= table[0] < e for s, e in loc.s_ctx)
