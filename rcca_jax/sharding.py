@@ -26,6 +26,7 @@ RULES: dict[str, Any] = {
     "seq": None,
     "embed": "fsdp",                     # model dim of weights (ZeRO-3 style)
     "act_embed": None,                   # model dim of activations
+    "concat_embed": None,                # input dim of MTP eh_proj ([embedding; hidden], 2 x model)
     "vocab": "tensor",
     "heads": "tensor",
     "kv": None,                          # head dim

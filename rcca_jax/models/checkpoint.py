@@ -19,9 +19,19 @@ Linear weights are stored [out, in] there and [in, out] here (transposed):
   model.layers.{i}.mlp.experts.{e}.{gate,up,down}_proj.weight  layers.{i}.mlp.w_{gate,up,down}[e]  T
   model.layers.{i}.mlp.shared_experts.{p}.weight layers.{i}.mlp.shared_experts.{p}.kernel  T
 
-Tensors of layers >= num_hidden_layers are the MTP modules; they are skipped
-(and reported) when the config declares MTP layers, since this model does not
-build them. Any other unknown or missing name is an error that lists them.
+MTP module j (0-based; built when `cfg.mtp`) is checkpoint layer L = num_layers + j:
+
+  model.layers.{L}.enorm.weight                  mtp_layers.{j}.enorm.weight     [D]
+  model.layers.{L}.hnorm.weight                  mtp_layers.{j}.hnorm.weight     [D]
+  model.layers.{L}.eh_proj.weight                mtp_layers.{j}.eh_proj.kernel   [D, 2D] -> [2D, D]  T
+  model.layers.{L}.final_layernorm.weight        mtp_layers.{j}.final_layernorm.weight  [D]
+  model.layers.{L}.{rest}                        mtp_layers.{j}.block.{...}  (an MLA + MoE layer:
+      every name of a normal layer above, with i = L)
+
+The word embedding and the LM head are shared with the main model. Without
+`cfg.mtp`, tensors of layers >= num_hidden_layers are skipped when the config
+declares MTP layers (num_nextn_predict_layers > 0). Any other unknown or
+missing name is an error that lists them.
 """
 
 from __future__ import annotations
@@ -64,10 +74,21 @@ def hf_names(path: tuple, cfg: LingConfig) -> tuple[list[str], str]:
         return ["lm_head.weight"], "T"
     if path == ("norm", "weight"):
         return ["model.norm.weight"], "id"
-    if path[0] != "layers":
-        raise CheckpointError(f"no checkpoint name for parameter {'.'.join(map(str, path))}")
-    pre = f"model.layers.{path[1]}."
-    rest = path[2:]
+    if path[0] == "layers" and len(path) > 2:
+        return _layer_names(f"model.layers.{path[1]}.", path[2:], path, cfg)
+    if path[0] == "mtp_layers" and len(path) > 3:
+        pre = f"model.layers.{cfg.num_layers + path[1]}."
+        if path[2] in ("enorm", "hnorm", "final_layernorm"):
+            return [pre + f"{path[2]}.weight"], "id"
+        if path[2] == "eh_proj":
+            return [pre + "eh_proj.weight"], "T"
+        if path[2] == "block":
+            return _layer_names(pre, path[3:], path, cfg)
+    raise CheckpointError(f"no checkpoint name for parameter {'.'.join(map(str, path))}")
+
+
+def _layer_names(pre: str, rest: tuple, path: tuple, cfg: LingConfig) -> tuple[list[str], str]:
+    """Names of a decoder layer's parameter `rest` under prefix `pre` ("model.layers.{i}.")."""
     if rest[0] in ("input_layernorm", "post_attention_layernorm"):
         return [pre + f"{rest[0]}.weight"], "id"
     if rest[0] == "attn":
@@ -193,8 +214,8 @@ def load_state(path: str | Path, cfg: LingConfig, mesh: Mesh | None = None):
         arr = jax.make_array_from_callback(shape, sharding, _reader(index, names, kind, dtype))
         leaves.append((p, var.replace(arr)))
     unknown = sorted(set(index.weight_map) - used)
-    mtp = [n for n in unknown if _layer_of(n) is not None and _layer_of(n) >= cfg.num_layers]
-    if cfg.num_mtp_layers:
+    mtp = {n for n in unknown if _layer_of(n) is not None and _layer_of(n) >= cfg.num_layers}
+    if cfg.num_mtp_layers and not cfg.mtp:
         unknown = [n for n in unknown if n not in mtp]
     if missing or unknown:
         msg = [f"{root}: checkpoint does not match the config"]
@@ -220,7 +241,8 @@ def from_pretrained(path: str | Path, dtype=jnp.float32, mesh: Mesh | None = Non
       dtype: parameter and activation dtype (A_log, dt_bias, conv taps and the
         expert bias stay float32).
       mesh: place each parameter with its sharding on this mesh; None = one device.
-      **overrides: LingConfig fields to override (e.g. moe_dispatch="capacity").
+      **overrides: LingConfig fields to override (e.g. moe_dispatch="capacity",
+        or mtp=True to build and load the checkpoint's MTP modules).
     """
     name = jnp.dtype(dtype).name
     cfg = LingConfig.from_pretrained(path, dtype=name, param_dtype=name, **overrides)

@@ -42,7 +42,7 @@ _HF_SAME = (
     "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "topk_group", "first_k_dense_replace",
     "routed_scaling_factor", "layer_group_size", "kda_safe_gate", "kda_lower_bound",
     "rms_norm_eps", "rope_theta", "tie_word_embeddings", "eos_token_id", "pad_token_id",
-    "attention_bias",
+    "attention_bias", "mtp_loss_scaling_factor",
 )
 
 
@@ -88,7 +88,10 @@ class LingConfig:
     layer_group_size: int = 6
     layer_types: tuple[str, ...] | None = None
     mlp_layer_types: tuple[str, ...] | None = None
+    # Multi-token prediction (DeepSeek-V3 style, rcca_jax.models.mtp): the checkpoint's
+    # MTP modules are its layers num_layers .. num_layers + num_mtp_layers - 1.
     num_mtp_layers: int = 0
+    mtp_loss_scaling_factor: float = 0.0  # SFT loss += factor * mean over depths of MTP CE
     rms_norm_eps: float = 1e-6
     tie_word_embeddings: bool = False
     eos_token_id: int | tuple[int, ...] | None = 156895
@@ -101,6 +104,11 @@ class LingConfig:
     capacity_factor: float = 1.25
     moe_group_size: int = 1024  # tokens per capacity group ("capacity" dispatch)
     remat: bool = False
+    mtp: bool = False  # build and train the MTP modules (else a checkpoint's are skipped)
+    # MTP input: the main model's final-norm hidden states and each depth's
+    # final_layernorm output (as sglang's Bailing NextN serving feeds them), or,
+    # when False, the pre-norm residual streams.
+    mtp_input_norm: bool = True
 
     def __post_init__(self):
         n = self.num_layers
@@ -125,6 +133,10 @@ class LingConfig:
             problems.append(f"topk_group={self.topk_group} > n_group={self.n_group}")
         if self.num_experts_per_tok > self.num_experts // self.n_group * self.topk_group:
             problems.append("num_experts_per_tok exceeds the experts in the selected groups")
+        if self.num_mtp_layers < 0:
+            problems.append(f"num_mtp_layers={self.num_mtp_layers} must be >= 0")
+        if self.mtp and self.num_mtp_layers < 1:
+            problems.append("mtp=True needs num_mtp_layers > 0 (the number of MTP modules to build)")
         if self.moe_dispatch not in ("dropless", "capacity"):
             problems.append(f"moe_dispatch={self.moe_dispatch!r}: expected 'dropless' or 'capacity'")
         if problems:
@@ -220,6 +232,7 @@ class LingConfig:
             "layer_types": list(self.layer_types),
             "mlp_layer_types": list(self.mlp_layer_types),
             "num_nextn_predict_layers": self.num_mtp_layers,
+            "mtp_loss_scaling_factor": self.mtp_loss_scaling_factor,
             "rms_norm_eps": self.rms_norm_eps,
             "rope_parameters": {"rope_type": "default", "rope_theta": self.rope_theta},
             "tie_word_embeddings": self.tie_word_embeddings,
@@ -231,6 +244,19 @@ class LingConfig:
         }
 
 
+def _block_sizes(cfg: LingConfig) -> dict[str, int]:
+    """Parameters of each building block of a layer."""
+    d, hk = cfg.hidden_size, cfg.num_heads * cfg.linear_head_dim
+    kda = 4 * d * hk + 3 * hk * cfg.conv_kernel + cfg.num_heads + hk + d * hk \
+        + d * cfg.num_heads + cfg.linear_head_dim + hk * d
+    mla = (d * cfg.num_heads * cfg.qk_head_dim + d * (cfg.kv_lora_rank + cfg.qk_rope_head_dim)
+           + cfg.kv_lora_rank + cfg.kv_lora_rank * cfg.num_heads * (cfg.qk_nope_head_dim + cfg.v_head_dim)
+           + cfg.num_heads * cfg.v_head_dim * d + d * cfg.num_heads)
+    expert = 3 * d * cfg.moe_intermediate_size
+    return {"kda": kda, "mla": mla, "dense_mlp": 3 * d * cfg.intermediate_size, "expert": expert,
+            "moe_fixed": cfg.num_experts * d + cfg.num_experts + expert * cfg.n_shared_experts}
+
+
 def param_counts(cfg: LingConfig) -> dict[str, int]:
     """Parameter counts: `total`, `active` per token, and their parts.
 
@@ -239,31 +265,30 @@ def param_counts(cfg: LingConfig) -> dict[str, int]:
     MoE layer, and the LM head. The input embedding table is a lookup, not a
     matmul, so it is in `total` but not in `active` (the convention behind the
     released "5.1B active" figure).
+
+    `total` and `active` are the main model's. `mtp` and `mtp_active` are the
+    `num_mtp_layers` MTP modules' (norms, eh_proj, an MLA + MoE layer each;
+    embedding and head are shared), present in a checkpoint that declares
+    them and built only when `cfg.mtp`.
     """
-    d, hk = cfg.hidden_size, cfg.num_heads * cfg.linear_head_dim
-    kda = 4 * d * hk + 3 * hk * cfg.conv_kernel + cfg.num_heads + hk + d * hk \
-        + d * cfg.num_heads + cfg.linear_head_dim + hk * d
-    mla = (d * cfg.num_heads * cfg.qk_head_dim + d * (cfg.kv_lora_rank + cfg.qk_rope_head_dim)
-           + cfg.kv_lora_rank + cfg.kv_lora_rank * cfg.num_heads * (cfg.qk_nope_head_dim + cfg.v_head_dim)
-           + cfg.num_heads * cfg.v_head_dim * d + d * cfg.num_heads)
-    dense_mlp = 3 * d * cfg.intermediate_size
-    expert = 3 * d * cfg.moe_intermediate_size
-    shared = 3 * d * cfg.moe_intermediate_size * cfg.n_shared_experts
-    router = cfg.num_experts * d + cfg.num_experts
+    d, b = cfg.hidden_size, _block_sizes(cfg)
     total = active = 0
     for attn, mlp in zip(cfg.layer_types, cfg.mlp_layer_types):
-        layer = (kda if attn == LINEAR else mla) + 2 * d
+        layer = (b["kda"] if attn == LINEAR else b["mla"]) + 2 * d
         total += layer
         active += layer
         if mlp == DENSE:
-            total += dense_mlp
-            active += dense_mlp
+            total += b["dense_mlp"]
+            active += b["dense_mlp"]
         else:
-            total += router + shared + cfg.num_experts * expert
-            active += router + shared + cfg.num_experts_per_tok * expert
+            total += b["moe_fixed"] + cfg.num_experts * b["expert"]
+            active += b["moe_fixed"] + cfg.num_experts_per_tok * b["expert"]
     embed = cfg.vocab_size * d
     head = 0 if cfg.tie_word_embeddings else cfg.vocab_size * d
     total += embed + head + d
     active += head + d
+    mtp_fixed = 3 * d + 2 * d * d + b["mla"] + 2 * d + b["moe_fixed"]
     return {"total": total, "active": active, "embedding": embed, "lm_head": head,
-            "per_expert": expert, "flops_per_token_fwd": 2 * active}
+            "per_expert": b["expert"], "flops_per_token_fwd": 2 * active,
+            "mtp": cfg.num_mtp_layers * (mtp_fixed + cfg.num_experts * b["expert"]),
+            "mtp_active": cfg.num_mtp_layers * (mtp_fixed + cfg.num_experts_per_tok * b["expert"])}

@@ -4,7 +4,10 @@
 `hidden()` and compute log-probs in chunks from `head_kernel()` so the full
 [B, T, V] logits never exist at once. For decoding, `init_cache()` then
 `step()`: MLA layers keep (c, k_rot) per slot, KDA layers their conv inputs
-and [H, K, V] state.
+and [H, K, V] state. With `cfg.mtp`, the model also owns the multi-token
+prediction modules (`mtp_layers`, see rcca_jax.models.mtp): `hidden_with_mtp()`
+returns the main and the MTP hidden states from one trunk pass,
+`mtp_logits()` their logits.
 """
 
 from __future__ import annotations
@@ -13,48 +16,12 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from rcca_jax.models.config import FULL, SPARSE, LingConfig
-from rcca_jax.models.kda import KDA
-from rcca_jax.models.layers import MLP, RMSNorm, dtype_of, embed_lookup, param
-from rcca_jax.models.mla import MLA
-from rcca_jax.models.moe import MoE
-from rcca_jax.sharding import constrain
+from rcca_jax.models.config import FULL, LingConfig
+from rcca_jax.models.decoder import DecoderLayer, layer_call
+from rcca_jax.models.layers import RMSNorm, dtype_of, embed_lookup, param
+from rcca_jax.models.mtp import MTPLayer, mtp_forward
 
-
-class DecoderLayer(nnx.Module):
-    def __init__(self, cfg: LingConfig, i: int, rngs: nnx.Rngs):
-        self.is_mla = cfg.layer_types[i] == FULL
-        self.is_moe = cfg.mlp_layer_types[i] == SPARSE
-        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, cfg)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, cfg)
-        self.attn = MLA(cfg, rngs) if self.is_mla else KDA(cfg, rngs)
-        self.mlp = MoE(cfg, rngs) if self.is_moe else MLP(cfg.hidden_size, cfg.intermediate_size, cfg, rngs)
-
-    def __call__(self, x, positions, mask, key_mask, cache, index):
-        """x [B, T, D] -> (x [B, T, D], new cache, expert load [E] or None)."""
-        h = self.input_layernorm(x)
-        if self.is_mla:
-            h, cache = self.attn(h, positions, key_mask, cache, index)
-        else:
-            h, cache = self.attn(h, mask, cache)
-        x = constrain(x + h, ("batch", "seq", "act_embed"))
-        h = self.post_attention_layernorm(x)
-        load = None
-        if self.is_moe:
-            h, load = self.mlp(h)
-        else:
-            h = self.mlp(h)
-        return constrain(x + h, ("batch", "seq", "act_embed")), cache, load
-
-
-def _remat_call(layer: DecoderLayer, *args):
-    """A layer under jax.checkpoint: the backward pass keeps only its inputs.
-
-    The layer is split into a pure function of its state (it mutates nothing),
-    which works inside any outer transform, unlike nnx.remat's state tracking.
-    """
-    graphdef, state = nnx.split(layer)
-    return jax.checkpoint(lambda st, *a: nnx.merge(graphdef, st)(*a))(state, *args)
+__all__ = ["DecoderLayer", "Ling"]
 
 
 class Ling(nnx.Module):
@@ -67,6 +34,8 @@ class Ling(nnx.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, cfg)
         self.lm_head = None if cfg.tie_word_embeddings else \
             param(rngs, (cfg.hidden_size, cfg.vocab_size), ("embed", "vocab"), cfg)
+        self.mtp_layers = nnx.List([MTPLayer(cfg, rngs) for _ in range(cfg.num_mtp_layers)]) \
+            if cfg.mtp else None
 
     def head_kernel(self) -> jax.Array:
         """LM head [D, V]."""
@@ -74,9 +43,9 @@ class Ling(nnx.Module):
             return self.embed_tokens[...].T
         return self.lm_head[...]
 
-    def hidden(self, tokens: jax.Array, positions: jax.Array | None = None,
-               mask: jax.Array | None = None, cache: dict | None = None):
-        """Final-norm hidden states.
+    def trunk(self, tokens: jax.Array, positions: jax.Array | None = None,
+              mask: jax.Array | None = None, cache: dict | None = None):
+        """Hidden states of the last layer, before the final norm.
 
         Args:
           tokens: int32 [B, T].
@@ -85,7 +54,8 @@ class Ling(nnx.Module):
             batched prompts); None = all valid.
           cache: from `init_cache`, or None for a cache-free forward.
         Returns:
-          (h [B, T, D], new cache or None, aux) with aux["expert_load"] [L_moe, E].
+          (x [B, T, D], new cache or None, aux) with aux["expert_load"]
+          [L_moe, E] and aux["positions"] [B, T].
         """
         cfg = self.cfg
         b, t = tokens.shape
@@ -99,25 +69,70 @@ class Ling(nnx.Module):
             key_mask = jax.lax.dynamic_update_slice_in_dim(cache["mask"], valid, index, axis=1)
         x = embed_lookup(self.embed_tokens[...], tokens, dtype_of(cfg.dtype))
         new_layers, loads = [], []
-        call = _remat_call if cfg.remat else DecoderLayer.__call__
+        call = layer_call(cfg)
         for i, layer in enumerate(self.layers):
             layer_cache = None if cache is None else cache["layers"][i]
             x, layer_cache, load = call(layer, x, positions, mask, key_mask, layer_cache, index)
             new_layers.append(layer_cache)
             if load is not None:
                 loads.append(load)
-        h = self.norm(x)
         new_cache = None
         if cache is not None:
             new_cache = {"index": index + t, "mask": key_mask, "layers": new_layers}
-        aux = {"expert_load": jnp.stack(loads) if loads else jnp.zeros((0, cfg.num_experts))}
-        return h, new_cache, aux
+        aux = {"expert_load": jnp.stack(loads) if loads else jnp.zeros((0, cfg.num_experts)),
+               "positions": positions}
+        return x, new_cache, aux
+
+    def hidden(self, tokens: jax.Array, positions: jax.Array | None = None,
+               mask: jax.Array | None = None, cache: dict | None = None):
+        """Final-norm hidden states: (h [B, T, D], new cache or None, aux).
+
+        Arguments and aux as `trunk` (aux["expert_load"] [L_moe, E]).
+        """
+        x, new_cache, aux = self.trunk(tokens, positions, mask, cache)
+        return self.norm(x), new_cache, aux
+
+    def hidden_with_mtp(self, tokens: jax.Array, positions: jax.Array | None = None,
+                        mask: jax.Array | None = None):
+        """Main and MTP hidden states from one trunk pass (cache-free; needs `cfg.mtp`).
+
+        Depth k's state at position t predicts token t + k + 1 of `tokens`
+        (the main model's predicts t + 1); see rcca_jax.models.mtp.
+
+        Args: as `trunk`, without a cache.
+        Returns:
+          (h [B, T, D], [h^k [B, T-k, D] for k = 1..num_mtp_layers], aux) with
+          aux["expert_load"] [L_moe, E] (main model) and
+          aux["mtp_expert_load"] [num_mtp_layers, E]. All hidden states are
+          final-norm: multiply by `head_kernel()` for logits.
+        """
+        if self.mtp_layers is None:
+            raise ValueError("hidden_with_mtp needs a model built with LingConfig(mtp=True)")
+        x, _, aux = self.trunk(tokens, positions, mask)
+        h = self.norm(x)
+        h0 = h if self.cfg.mtp_input_norm else x
+        hs, loads = mtp_forward(self.mtp_layers, self.cfg, self.embed_tokens[...], tokens, h0,
+                                aux["positions"], mask)
+        return h, hs, dict(aux, mtp_expert_load=loads)
+
+    def mtp_logits(self, tokens: jax.Array, positions: jax.Array | None = None,
+                   mask: jax.Array | None = None) -> tuple[jax.Array, list[jax.Array]]:
+        """(logits [B, T, V], [MTP logits [B, T-k, V] for k = 1..N]), float32.
+
+        The full logits are materialised: for tests and small inputs; training
+        uses `hidden_with_mtp` and chunked log-probs.
+        """
+        h, hs, _ = self.hidden_with_mtp(tokens, positions, mask)
+        return self._logits(h), [self._logits(hk) for hk in hs]
+
+    def _logits(self, h: jax.Array) -> jax.Array:
+        return jnp.einsum("btd,dv->btv", h, self.head_kernel().astype(h.dtype)).astype(jnp.float32)
 
     def __call__(self, tokens: jax.Array, positions: jax.Array | None = None,
                  mask: jax.Array | None = None) -> jax.Array:
         """Logits [B, T, V] (float32) for int32 tokens [B, T]."""
         h, _, _ = self.hidden(tokens, positions, mask)
-        return jnp.einsum("btd,dv->btv", h, self.head_kernel().astype(h.dtype)).astype(jnp.float32)
+        return self._logits(h)
 
     def init_cache(self, batch: int, max_len: int, dtype=None) -> dict:
         """An empty decoding cache for `batch` sequences of up to `max_len` tokens."""
@@ -141,5 +156,4 @@ class Ling(nnx.Module):
              mask: jax.Array | None = None):
         """Runs tokens [B, T] through the cache: (logits [B, T, V] float32, new cache)."""
         h, cache, _ = self.hidden(tokens, positions, mask, cache)
-        logits = jnp.einsum("btd,dv->btv", h, self.head_kernel().astype(h.dtype))
-        return logits.astype(jnp.float32), cache
+        return self._logits(h), cache

@@ -65,6 +65,28 @@ def token_weights(base: jax.Array, diagnosed: jax.Array, advantages: jax.Array, 
     return jnp.where(advantages[:, None] < 0, base.astype(jnp.float32), positive).astype(jnp.float32)
 
 
+def _weights_as_given(weights: jax.Array, m: jax.Array) -> jax.Array:
+    return weights
+
+
+def _weights_row_mean(weights: jax.Array, m: jax.Array) -> jax.Array:
+    """Each response's weights rescaled to mean 1 over its counted tokens.
+
+    The weights then move credit between a response's tokens without changing
+    its total, so a group's weighted advantages still sum to zero as in GRPO.
+    As given, A < 0 rows (weights up to 4) outweigh A >= 0 rows (1 to 1.2): the
+    update as a whole pushes probability off diagnosed tokens, which on a small
+    sharply peaked policy shows up as rising entropy.
+    """
+    w = weights.astype(jnp.float32)
+    mean = (w * m).sum(-1, keepdims=True) / jnp.maximum(m.sum(-1, keepdims=True), 1.0)  # [B, 1]
+    return w / jnp.maximum(mean, 1e-6)
+
+
+# How the token weights enter the loss (`TrainConfig.weight_norm`).
+WEIGHT_NORMS = {"none": _weights_as_given, "row_mean": _weights_row_mean}
+
+
 # Each aggregator returns (numerator, denominator) so that micro-batches can
 # share the full batch's denominator and sum to exactly the full-batch loss.
 def _token_mean(obj: jax.Array, m: jax.Array):

@@ -28,7 +28,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from rcca_jax import sharding
 from rcca_jax.models.logprobs import token_logprobs
 from rcca_jax.models.moe import ExpertBias, update_expert_bias
-from rcca_jax.rl.loss import kl_penalty, loss_denominator, policy_loss
+from rcca_jax.rl.loss import WEIGHT_NORMS, kl_penalty, loss_denominator, policy_loss
 
 
 
@@ -51,6 +51,7 @@ class TrainConfig:
     temperature: float = 1.0  # the sampler's; logits are divided by it
     expert_bias_rate: float = 1e-3
     expert_bias_zero_mean: bool = True
+    weight_norm: str = "none"  # "none" (the weights as given) or "row_mean" (loss.WEIGHT_NORMS)
 
 
 @jax.tree_util.register_dataclass
@@ -87,6 +88,7 @@ def _micro_loss(graphdef, cfg: TrainConfig, params, rest, mb, denominator):
                                cfg.temperature)  # [B, T-1]
     mask = mb["loss_mask"][:, 1:]
     weights = mb["weights"][:, 1:] if "weights" in mb else jnp.ones_like(logp)
+    weights = WEIGHT_NORMS[cfg.weight_norm](weights, mask.astype(jnp.float32))
     loss, metrics = policy_loss(logp, mb["old_logp"][:, 1:], mb["advantages"], weights,
                                 mask, eps_low=cfg.eps_low, eps_high=cfg.eps_high, agg=cfg.agg,
                                 dual_clip=cfg.dual_clip, denominator=denominator)
@@ -101,11 +103,14 @@ def _micro_loss(graphdef, cfg: TrainConfig, params, rest, mb, denominator):
 
 
 def _update_biases(rest: nnx.State, loads: jax.Array, cfg: TrainConfig) -> nnx.State:
-    """Aux-loss-free balancing of every MoE layer, in layer order, outside the optimizer."""
+    """Aux-loss-free balancing of every MoE layer, in layer order, outside the optimizer.
+
+    Only the main model's layers: the MTP modules (`mtp_layers`) do not run here.
+    """
     flat = list(nnx.to_flat_state(rest))
     out, i = [], 0
     for path, var in flat:
-        if isinstance(var, ExpertBias):
+        if isinstance(var, ExpertBias) and path[0] == "layers":
             new = update_expert_bias(var.get_value(), loads[i], cfg.expert_bias_rate,
                                      cfg.expert_bias_zero_mean)
             var = var.replace(new)

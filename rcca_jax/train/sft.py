@@ -22,21 +22,49 @@ def init_sft_state(model: nnx.Module, cfg: SFTConfig) -> tuple[nnx.GraphDef, Tra
     return graphdef, TrainState(params, rest, sft_optimizer(cfg).init(params), jnp.zeros((), jnp.int32))
 
 
+def _masked_ce(h, head, targets, mask, chunk):
+    """Token-mean cross-entropy of h [B, T, D] on targets [B, T] where mask [B, T]."""
+    logp, _ = token_logprobs(h, head, targets, chunk)
+    m = mask.astype(jnp.float32)
+    return -(logp * m).sum() / jnp.maximum(m.sum(), 1.0)
+
+
+def sft_loss(model: nnx.Module, batch: dict, chunk: int):
+    """(objective, metrics) of one SFT batch.
+
+    The objective is the token-mean cross-entropy of the next token on
+    `loss_mask` targets; with `model.cfg.mtp` it adds `mtp_loss_scaling_factor`
+    times the mean over MTP depths of each depth's cross-entropy (depth k
+    predicts token t + k + 1 at position t; its targets are the `loss_mask`
+    tokens k + 1 .. T-1). Metrics: "sft/loss" (main cross-entropy) and, with
+    MTP, "sft/loss_mtp" (the unscaled mean MTP cross-entropy).
+    """
+    tokens, mask = batch["tokens"], batch["loss_mask"]
+    if not model.cfg.mtp:
+        h, _, _ = model.hidden(tokens[:, :-1])
+        loss = _masked_ce(h, model.head_kernel(), tokens[:, 1:], mask[:, 1:], chunk)
+        return loss, {"sft/loss": loss}
+    h, hs, _ = model.hidden_with_mtp(tokens[:, :-1])
+    head = model.head_kernel()
+    loss = _masked_ce(h, head, tokens[:, 1:], mask[:, 1:], chunk)
+    depths = [_masked_ce(hk, head, tokens[:, k + 1:], mask[:, k + 1:], chunk)
+              for k, hk in enumerate(hs, start=1)]
+    loss_mtp = sum(depths) / len(depths)
+    objective = loss + model.cfg.mtp_loss_scaling_factor * loss_mtp
+    return objective, {"sft/loss": loss, "sft/loss_mtp": loss_mtp}
+
+
 def sft_step(graphdef, cfg: SFTConfig, chunk: int, state: TrainState, batch: dict):
-    """One step of token-mean cross-entropy on `loss_mask` tokens.
+    """One step of token-mean cross-entropy on `loss_mask` tokens (+ the MTP loss, see `sft_loss`).
 
     batch: tokens int32 [B, T], loss_mask bool [B, T] (True on response tokens,
     as prediction targets; position 0 never counts).
     """
     def loss_fn(params):
-        model = nnx.merge(graphdef, params, state.rest)
-        h, _, _ = model.hidden(batch["tokens"][:, :-1])
-        logp, _ = token_logprobs(h, model.head_kernel(), batch["tokens"][:, 1:], chunk)
-        m = batch["loss_mask"][:, 1:].astype(jnp.float32)
-        return -(logp * m).sum() / jnp.maximum(m.sum(), 1.0)
+        return sft_loss(nnx.merge(graphdef, params, state.rest), batch, chunk)
 
-    loss, grads = jax.value_and_grad(loss_fn)(state.params)
+    (_, metrics), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params)
     updates, opt_state = sft_optimizer(cfg).update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
-    metrics = {"sft/loss": loss, "sft/grad_norm": optax.tree.norm(grads)}
+    metrics = dict(metrics, **{"sft/grad_norm": optax.tree.norm(grads)})
     return TrainState(params, state.rest, opt_state, state.step + 1), metrics

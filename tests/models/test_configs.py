@@ -27,7 +27,7 @@ def test_config_loads_and_builds_abstractly(path):
     abstract = nnx.eval_shape(lambda: Ling(cfg, nnx.Rngs(0)))
     n = sum(v.get_value().size for _, v in nnx.to_flat_state(nnx.state(abstract)))
     counts = param_counts(cfg)
-    assert n == counts["total"]
+    assert n == counts["total"] + (counts["mtp"] if cfg.mtp else 0)
     tokens = jax.ShapeDtypeStruct((2, 16), jax.numpy.int32)
     out = nnx.eval_shape(lambda m, t: m(t), abstract, tokens)
     assert out.shape == (2, 16, cfg.vocab_size)
@@ -37,7 +37,25 @@ def test_ling_flash_counts():
     counts = param_counts(configs.model_config(configs.load(str(CONFIG_DIR / "ling_flash.py")).model))
     assert 123.5e9 < counts["total"] < 125e9
     assert 5.0e9 < counts["active"] < 5.2e9
+    assert counts["mtp"] == counts["mtp_active"] == 0  # ling_flash builds no MTP module
     assert LingConfig().layer_types.count("full_attention") == 7  # 5:1 KDA:MLA over 42 layers
+
+
+def test_mtp_counts_match_the_built_modules():
+    cfg = LingConfig(vocab_size=64, hidden_size=32, intermediate_size=48, moe_intermediate_size=16,
+                     num_layers=2, num_heads=2, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16,
+                     v_head_dim=16, linear_head_dim=16, num_experts=8, num_experts_per_tok=2, n_group=2,
+                     topk_group=1, first_k_dense_replace=1, layer_group_size=2, num_mtp_layers=2,
+                     mtp=True, mtp_loss_scaling_factor=0.1)
+    model = nnx.eval_shape(lambda: Ling(cfg, nnx.Rngs(0)))
+    size = lambda st: sum(v.get_value().size for _, v in nnx.to_flat_state(st))  # noqa: E731
+    counts = param_counts(cfg)
+    assert size(nnx.state(model.mtp_layers)) == counts["mtp"]
+    assert counts["total"] == param_counts(cfg.replace(mtp=False))["total"]
+    assert counts["mtp"] - counts["mtp_active"] == 2 * (8 - 2) * counts["per_expert"]
+    back = LingConfig.from_hf_dict(cfg.to_hf_dict())
+    assert (back.num_mtp_layers, back.mtp_loss_scaling_factor, back.mtp) == (2, 0.1, False)
+    assert back.replace(mtp=True) == cfg
 
 
 def test_bad_config_fields_are_named():

@@ -131,3 +131,30 @@ def test_kl_estimators():
     assert k3 == pytest.approx((0.5 - 1 - np.log(0.5)) / 2, rel=1e-6)
     with pytest.raises(ValueError, match="k2"):
         kl_penalty(lp, ref, m, "k2")
+
+
+def test_row_mean_weights_keep_each_responses_total_and_ratios():
+    from rcca_jax.rl.loss import WEIGHT_NORMS
+
+    _, _, adv, w, mask = batch(3)
+    m = mask.astype(np.float64)
+    got = np.asarray(WEIGHT_NORMS["row_mean"](jnp.asarray(w, jnp.float32), jnp.asarray(m, jnp.float32)))
+    for i in range(len(w)):
+        if not mask[i].any():
+            continue
+        sel = mask[i]
+        np.testing.assert_allclose(got[i][sel].mean(), 1.0, rtol=1e-6)  # mean 1 over counted tokens
+        np.testing.assert_allclose(got[i][sel] / got[i][sel][0], w[i][sel] / w[i][sel][0], rtol=1e-6)
+    # On policy (ratio 1) the per-response objective equals GRPO's A_i: the group's weighted
+    # advantages sum to zero again, unlike the weights as given.
+    logp = np.full_like(w, -1.0)
+    normed, _ = policy_loss(jnp.asarray(logp), jnp.asarray(logp), jnp.asarray(adv), jnp.asarray(got),
+                            jnp.asarray(mask))
+    flat, _ = policy_loss(jnp.asarray(logp), jnp.asarray(logp), jnp.asarray(adv),
+                          jnp.ones_like(jnp.asarray(logp)), jnp.asarray(mask))
+    raw, _ = policy_loss(jnp.asarray(logp), jnp.asarray(logp), jnp.asarray(adv), jnp.asarray(w),
+                         jnp.asarray(mask))
+    np.testing.assert_allclose(float(normed), float(flat), rtol=1e-5)
+    assert abs(float(raw) - float(flat)) > 1e-3
+    w32 = jnp.asarray(w, jnp.float32)
+    np.testing.assert_array_equal(np.asarray(WEIGHT_NORMS["none"](w32, jnp.asarray(m))), np.asarray(w32))
