@@ -37,7 +37,11 @@ class RLConfig:
     method: str = "rcca"           # "rcca" (token weights) or "grpo" (flat weights)
     reward: str = "gated"          # "gated" (F/S/E gates + rubrics) or "pass_rate" (rubrics passed / all)
     localization: str = "grounded"  # evaluators.localize method
-    eval_prompts: int = 8          # prompts scored (greedy) after SFT and after RL
+    eval_prompts: int = 8          # prompts scored after SFT and after RL (see eval_samples)
+    updates_per_step: int = 1      # optimizer steps on each rollout batch (the clipped ratio keeps
+                                   # later ones near the sampling policy, as in PPO epochs)
+    eval_samples: int = 0          # samples per eval prompt at the sampling temperature
+                                   # (0: one greedy answer)
     prompts_per_sample: int = 1    # prompts per sampler call; each call's groups are evaluated
                                    # while the next call samples (streaming)
 
@@ -48,7 +52,9 @@ class EvaluatorConfig:
     ray_address: str = ""   # "" starts a local Ray instance; "auto" joins a running cluster
     workers: int = 1
     pages_per_worker: int = 4
+    min_pages: int = 2      # pages per worker admitted however busy the CPUs are (BrowserConfig.min_pages)
     probe_time_limit_ms: int = 30000
+    action_timeout_ms: int = 0  # 0: actions wait up to the probe's time limit (Playwright's default)
     max_pending: int = 256  # back-pressure: rows queued or in flight before `submit` blocks (0: none)
 
 
@@ -86,8 +92,11 @@ class RunConfig:
 _SECTIONS = {"train": TrainConfig, "sampler": SamplerConfig, "data": DataConfig, "sft": SFTConfig,
              "rl": RLConfig, "evaluator": EvaluatorConfig, "checkpoint": CheckpointConfig,
              "log": LogConfig}
-_CHOICES = {("rl", "method"): ("rcca", "grpo"), ("rl", "reward"): ("gated", "pass_rate"), ("evaluator", "backend"): ("local", "ray"),
-            ("rl", "localization"): ("grounded", "text", "naive")}
+_CHOICES = {("rl", "method"): ("rcca", "grpo"), ("rl", "reward"): ("gated", "pass_rate"),
+            ("evaluator", "backend"): ("local", "ray"),
+            ("rl", "localization"): ("grounded", "text", "naive"),
+            ("train", "weight_norm"): ("none", "row_mean"), ("train", "optimizer"): ("adamw", "sgd"),
+            ("train", "agg"): ("seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm")}
 
 
 def _section(name: str, cls, values: dict[str, Any]):
@@ -115,6 +124,10 @@ def run_config(cd: ml_collections.ConfigDict, n_devices: int) -> RunConfig:
     if sections["sampler"].group_size < 2 and sections["rl"].steps:
         raise ConfigError("config.sampler.group_size: GRPO needs at least 2 samples per prompt")
     rl = sections["rl"]
+    if rl.updates_per_step < 1:
+        raise ConfigError(f"config.rl.updates_per_step={rl.updates_per_step} must be >= 1")
+    if rl.eval_samples < 0:
+        raise ConfigError(f"config.rl.eval_samples={rl.eval_samples} must be >= 0")
     if rl.steps and not 1 <= rl.prompts_per_sample <= rl.prompts_per_step:
         raise ConfigError(f"config.rl.prompts_per_sample={rl.prompts_per_sample} must be in "
                           f"[1, config.rl.prompts_per_step={rl.prompts_per_step}]")

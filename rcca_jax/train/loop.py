@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -89,13 +90,16 @@ def _meta_only():
 
 
 def evaluate(run: Run, model: Ling, task_ids: list[str], rng: jax.Array) -> float:
-    """Mean reward of greedy answers to `task_ids` (valid evaluations only)."""
-    scfg = SamplerConfig(max_new_tokens=run.cfg.sampler.max_new_tokens, temperature=0.0, group_size=1,
-                         pad_id=run.data.pad_id)
-    prompts = [run.data.prompt_ids(t) for t in task_ids]
-    out = jax.device_get(sample(model, prompts, rng, scfg, width=run.prompt_width))
-    ids = [_strip_eos(r, run.data.eos_id) for r in batches.response_ids(out.tokens, out.lengths)]
-    scored = run.fleet.score(task_ids, ids)
+    """Mean gated reward of the policy on `task_ids` (valid evaluations only).
+
+    `rl.eval_samples` answers per prompt at the sampling temperature (the
+    quantity RL maximises), or one greedy answer when it is 0. The same `rng`
+    before and after RL gives both evaluations common random numbers.
+    """
+    n = run.cfg.rl.eval_samples
+    scfg = dataclasses.replace(run.cfg.sampler, group_size=max(n, 1),
+                               temperature=run.cfg.sampler.temperature if n else 0.0)
+    _, _, scored, _ = sample_and_score(run, model, task_ids, rng, scfg)
     # Always the gated reward (the task's own), whatever reward the RL variant trains on.
     vals = [float(r["reward"]) for r in scored.records if r.get("status") == "ok"]
     return float(np.mean(vals)) if vals else float("nan")
@@ -138,17 +142,21 @@ def _bar(run: Run, total: int, first: int, desc: str):
     return tqdm(total=total, initial=first, desc=desc, unit="step")
 
 
-def sample_and_score(run: Run, model: Ling, task_ids: list[str], rng: jax.Array):
-    """Samples G answers per prompt, `prompts_per_sample` prompts per call, streaming each
-    call's groups to the fleet while the next call samples; returns (rollouts, scored, seconds)."""
-    cfg = run.cfg
-    g, k = cfg.sampler.group_size, cfg.rl.prompts_per_sample
+def sample_and_score(run: Run, model: Ling, task_ids: list[str], rng: jax.Array,
+                     scfg: SamplerConfig):
+    """Samples `scfg.group_size` answers per prompt, `rl.prompts_per_sample` prompts per call,
+    streaming each call's groups to the fleet while the next call samples.
+
+    Returns:
+      (response ids per row, sampling log-probs per row, Scored, timing metrics).
+    """
+    g, k = scfg.group_size, run.cfg.rl.prompts_per_sample
     pending, ids, logp, t_sample, n_tok = [], [], [], 0.0, 0
     for c, lo in enumerate(range(0, len(task_ids), k)):
         part = task_ids[lo:lo + k]
         t0 = time.perf_counter()
         out = jax.device_get(sample(model, [run.data.prompt_ids(t) for t in part],
-                                    jax.random.fold_in(rng, c), cfg.sampler, width=run.prompt_width))
+                                    jax.random.fold_in(rng, c), scfg, width=run.prompt_width))
         t_sample += time.perf_counter() - t0
         n_tok += int(out.lengths.sum())
         part_ids = batches.response_ids(out.tokens, out.lengths)
@@ -167,7 +175,8 @@ def rl_step(run: Run, graphdef, state: TrainState, step_fn, stream: PromptStream
     g = cfg.sampler.group_size
     task_ids = stream.next(cfg.rl.prompts_per_step)
     prompts = [run.data.prompt_ids(t) for t in task_ids]
-    ids, logp, scored, timing = sample_and_score(run, run.model_of(graphdef, state), task_ids, rng)
+    ids, logp, scored, timing = sample_and_score(run, run.model_of(graphdef, state), task_ids, rng,
+                                                 cfg.sampler)
     adv = np.asarray(group_advantages(jnp.asarray(scored.rewards), jnp.asarray(scored.valid), g))
     weights = None
     w_rows, d_rows = [], []
@@ -182,8 +191,14 @@ def rl_step(run: Run, graphdef, state: TrainState, step_fn, stream: PromptStream
     batch = batches.rl_batch(prompt_rows, ids, logp, adv, scored.valid, weights, cfg.seq_len,
                              run.data.pad_id)
     t0 = time.perf_counter()
-    state, metrics = step_fn(state, run.put(batch))
-    metrics = dict(jax.device_get(metrics))
+    batch = run.put(batch)
+    for u in range(cfg.rl.updates_per_step):
+        state, metrics = step_fn(state, batch)
+        if u == 0:
+            # The first update is on-policy: this measures sampler/trainer log-prob agreement.
+            on_policy_diff = metrics["policy/logp_diff_max"]
+    metrics = dict(jax.device_get(metrics))  # those of the last update
+    metrics["policy/sampler_logp_diff_max"] = float(on_policy_diff)
     metrics.update(reward_metrics(scored, weights, d_rows, adv))
     metrics.update(timing)
     metrics.update({"time/train_s": time.perf_counter() - t0,
@@ -196,7 +211,10 @@ def rl_step(run: Run, graphdef, state: TrainState, step_fn, stream: PromptStream
 def reward_metrics(scored, weights, diagnosed, adv) -> dict:
     recs = scored.records
     n = max(len(recs), 1)
+    gated = [float(r["reward"]) for r in recs if r.get("status") == "ok" and r.get("reward") is not None]
     m = {"reward/mean": float(scored.rewards[scored.valid].mean()) if scored.valid.any() else 0.0,
+         # The task's own (gated) reward, whatever reward the variant trains on: comparable across runs.
+         "reward/gated_mean": float(np.mean(gated)) if gated else 0.0,
          "reward/error_frac": float((~scored.valid).mean()),
          "advantage/mean_abs": float(np.abs(adv).mean()),
          "localize/align_errors": float(scored.align_errors)}
@@ -267,6 +285,9 @@ def run(cfg: RunConfig, workdir: str | Path, progress: bool = True) -> dict:
     latest = r.ckpt.latest()
     if latest is not None:
         r.meta = r.ckpt.manager.restore(latest, args=_meta_only()).meta
+        if progress:
+            print(f"resuming {workdir} at step {latest} (remove the directory for a fresh run)",
+                  file=sys.stderr)
     model = Ling(cfg.model, nnx.Rngs(cfg.seed))
     eval_ids = sorted(r.data.raw)[:cfg.rl.eval_prompts]
     eval_key = jax.random.PRNGKey(cfg.seed + 7)

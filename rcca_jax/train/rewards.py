@@ -69,7 +69,9 @@ def response_text(tokenizer, ids: Sequence[int]) -> tuple[str, bool]:
 def eval_config(cfg: EvaluatorConfig) -> EvalConfig:
     base = EvalConfig()
     browser = dataclasses.replace(base.browser, pages_per_worker=cfg.pages_per_worker,
-                                  probe_time_limit_ms=cfg.probe_time_limit_ms, coverage=True)
+                                  min_pages=min(cfg.min_pages, cfg.pages_per_worker),
+                                  probe_time_limit_ms=cfg.probe_time_limit_ms,
+                                  action_timeout_ms=cfg.action_timeout_ms or None, coverage=True)
     return dataclasses.replace(base, browser=browser)
 
 

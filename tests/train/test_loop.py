@@ -51,6 +51,18 @@ def test_tiny_configs_validate():
         cd = configs.load(str(REPO / "configs/tiny.py"))
         cd.rl.method = "ppo"
         run_config(cd, 8)
+    for key, value, match in (("prompts_per_sample", 4, "rl.prompts_per_sample=4"),
+                              ("prompts_per_sample", 0, "rl.prompts_per_sample=0"),
+                              ("updates_per_step", 0, "rl.updates_per_step=0"),
+                              ("eval_samples", -1, "rl.eval_samples=-1")):
+        cd = configs.load(str(REPO / "configs/tiny.py"))
+        cd.rl[key] = value
+        with pytest.raises(configs.ConfigError, match=match.replace(".", r"\.")):
+            run_config(cd, 8)
+    cd = configs.load(str(REPO / "configs/tiny.py"))
+    cd.train.temperature = 1.0  # the sampler's is 0.7: the ratio would compare different policies
+    with pytest.raises(configs.ConfigError, match="temperature"):
+        run_config(cd, 8)
 
 
 @pytest.mark.browser
