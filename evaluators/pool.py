@@ -232,11 +232,6 @@ class EvaluatorPool:
             self._dispatch()
         return ids
 
-    def ready(self, ids: Iterable[int]) -> bool:
-        """Whether every record of `ids` is available (does not block)."""
-        self._pump(0.0)
-        return all(i in self._done for i in ids)
-
     def collect(self, ids: Iterable[int]) -> list[dict]:
         """Blocks until the records of `ids` are done; returns them in that order."""
         ids = list(ids)

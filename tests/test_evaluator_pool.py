@@ -25,19 +25,20 @@ def test_pool_survives_a_dead_worker_and_keeps_order():
     tasks = load_tasks(EXAMPLES / "tasks.jsonl")
     rows = load_responses(EXAMPLES / "responses.jsonl", tasks)
     rows = [r for r in rows if r["model"] in ("correct", "partial: reset and class broken",
-                                              "no code", "fetches an external URL")] * 2
+                                              "no code", "fetches an external URL")] * 3
     cfg = dataclasses.replace(EvalConfig(), browser=dataclasses.replace(
         EvalConfig().browser, pages_per_worker=4))
-    pool = EvaluatorPool(tasks, cfg, workers=2)
-    out = []
-    for rec in pool.score(rows):
-        if not out:
-            # Kill a worker while it has apps in flight: they are rescored elsewhere.
-            victim = next(s.proc for s in pool._slots if s.inflight)
-            os.kill(victim.pid, signal.SIGKILL)
-        out.append(rec)
+    with EvaluatorPool(tasks, cfg, workers=2) as pool:
+        ids = pool.submit(rows)
+        while not pool._done:  # the first record: the workers are up and scoring
+            pool._pump(0.2)
+        # Kill the busiest worker while it has apps in flight: they are rescored elsewhere.
+        victim = max(pool._slots, key=lambda s: len(s.inflight))
+        assert victim.inflight
+        os.kill(victim.proc.pid, signal.SIGKILL)
+        out = pool.collect(ids)
+        assert pool.restarts >= 1
     assert [r["model"] for r in out] == [r["model"] for r in rows]
-    assert pool.restarts >= 1
     assert all(r["status"] == "ok" for r in out)
     assert all("_rcca_pool_retry" not in r for r in out)
     by_model = {r["model"]: r["reward"] for r in out}
