@@ -22,6 +22,7 @@ on a loaded machine those are more often the machine's than the fault's.
 Run:
   python benchmarks/localization.py [--models gemini-2.5-pro claude-sonnet-4-20250514]
       [--tasks 40] [--per-kind 1] [--seeds 0 1] [--limit N] [--pages 3] [--fresh]
+      [--fresh-mutants]
 
 Targets (default method ``grounded``): hit@dir >= 70%, hit@dir+ctx >= 90%, w-ratio >= 3.
 With the default ``WeightConfig`` a single diagnostic cannot give more than 3x (``direct``)
@@ -81,6 +82,8 @@ class BenchConfig:
             mutants per seed.
         pages: Browser pages in flight. seeds: mutant samplings, one batch each (a later
             seed's batch can serve as a held-out set). fresh: ignore the cache.
+        fresh_mutants: score the mutants again but keep the cached originals (after an
+            evaluator change, so that the same mutants are compared).
     """
 
     models: tuple[str, ...] = MODELS[:2]
@@ -90,6 +93,7 @@ class BenchConfig:
     pages: int = 3
     seeds: tuple[int, ...] = (0,)
     fresh: bool = False
+    fresh_mutants: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -269,17 +273,19 @@ def _key(row: dict) -> str:
     return hashlib.sha1(f"{row['task_id']}\0{row['response']}".encode()).hexdigest()
 
 
-def score_cached(rows: list[dict], tasks: dict[str, Task], cfg: BenchConfig) -> list[dict]:
-    """Evaluator records of ``rows`` (coverage on), from the cache when already scored."""
+def score_cached(rows: list[dict], tasks: dict[str, Task], cfg: BenchConfig,
+                 fresh: bool = False) -> list[dict]:
+    """Evaluator records of ``rows`` (coverage on), from the cache when already scored and
+    not ``fresh`` (new records replace cached ones)."""
     CACHE.mkdir(parents=True, exist_ok=True)
     path = CACHE / "scored.jsonl"
     cached: dict[str, dict] = {}
-    if path.exists() and not cfg.fresh:
+    if path.exists():
         with path.open(encoding="utf-8") as f:
             for line in f:
                 rec = json.loads(line)
                 cached[rec["_key"]] = rec
-    todo = [r for r in rows if _key(r) not in cached]
+    todo = [r for r in rows if fresh or _key(r) not in cached]
     if todo:
         ev = EvalConfig()
         # Generous limits: the benchmark shares two cores with other jobs, and a page that is
@@ -409,10 +415,11 @@ def run(cfg: BenchConfig) -> None:
     first = set(list(tasks)[:cfg.tasks])
     rows = [r for m in cfg.models for r in load_responses(DATA / "answers" / f"{m}.jsonl", tasks)
             if r["task_id"] in first]
-    originals = score_cached(rows, tasks, cfg)
+    originals = score_cached(rows, tasks, cfg, fresh=cfg.fresh)
     passing = [r for r in originals if all_pass(r)]
     print(f"{len(passing)} of {len(originals)} answers pass every probe", file=sys.stderr)
-    mutants = score_cached(make_mutants(passing, cfg), tasks, cfg)
+    mutants = score_cached(make_mutants(passing, cfg), tasks, cfg,
+                           fresh=cfg.fresh or cfg.fresh_mutants)
     kept = [m for m in mutants if caught(m)]
     hangs = sum(1 for m in mutants if not all_pass(m) and not caught(m))
     tok = train_tokenizer([r["response"] for r in originals])
@@ -444,9 +451,11 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=BenchConfig.pages)
     ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--fresh", action="store_true", help="ignore the score cache")
+    ap.add_argument("--fresh-mutants", action="store_true",
+                    help="score the mutants again, keep the cached originals")
     a = ap.parse_args()
     run(BenchConfig(tuple(a.models), a.tasks, a.per_kind, a.limit, a.pages, tuple(a.seeds),
-                    a.fresh))
+                    a.fresh, a.fresh_mutants))
 
 
 if __name__ == "__main__":

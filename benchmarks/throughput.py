@@ -1,13 +1,14 @@
 """Evaluator throughput: probes/s and apps/s at several concurrency levels vs a baseline.
 
-The baseline scores one probe at a time per worker and starts a new browser
-for every app. Ours keeps browsers and overlaps probes (most of a probe's time
+The baseline scores one probe at a time per worker, starts a new browser
+for every app and a new context for every probe. Ours keeps browsers, reuses
+page slots (reset between probes) and overlaps probes (most of a probe's time
 is waiting: fixed waits and assertions retrying until their timeout). All
 configurations run on the same apps, on the same machine, in the same run, and
 their verdicts are compared with the baseline's.
 
 Run:
-  python benchmarks/throughput.py [--tasks 3] [--configs 1x4,1x8,2x8,1x16]
+  python benchmarks/throughput.py [--tasks 3] [--configs 1x4,1x8,2x8,1x8r1]
 
 Prints one table row per configuration. Target (issue 2): >= 5x the baseline's
 probes/s on 2 cores, with unchanged verdicts.
@@ -47,14 +48,14 @@ def sample(n_tasks: int) -> tuple[dict, list[dict]]:
     return tasks, rows
 
 
-def _config(pages: int) -> EvalConfig:
+def _config(pages: int, reuse: int) -> EvalConfig:
     cfg = EvalConfig()
-    return dataclasses.replace(cfg, run_rubrics_after_gate_failure=True,
-                               browser=dataclasses.replace(cfg.browser, pages_per_worker=pages))
+    return dataclasses.replace(cfg, run_rubrics_after_gate_failure=True, browser=dataclasses.replace(
+        cfg.browser, pages_per_worker=pages, page_reuse=reuse))
 
 
 async def _baseline(tasks: dict, rows: list[dict]) -> list[dict]:
-    cfg = _config(1)
+    cfg = _config(1, reuse=1)
     mirror = make_mirror(cfg)
     out = []
     for row in rows:
@@ -74,8 +75,9 @@ def verdicts(records: list[dict]) -> dict[tuple, str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=int, default=3, help="tasks (x 10 models' answers)")
-    ap.add_argument("--configs", default="1x4,1x8,2x8,1x16",
-                    help="comma-separated WORKERSxPAGES configurations")
+    ap.add_argument("--configs", default="1x4,1x8,2x8,1x8r1",
+                    help="comma-separated WORKERSxPAGES configurations; a suffix rN sets "
+                         "page_reuse=N (default 50; r1 = a new context per probe)")
     args = ap.parse_args()
     tasks, rows = sample(args.tasks)
     n_probes = sum(1 for r in rows for rub in tasks[r["task_id"]].rubrics if rub.probe)
@@ -89,13 +91,15 @@ def main() -> None:
                 n_probes / base_s, 1.0, 0, len(ref)]]
     print(f"baseline: {base_s:.0f} s")
     for spec in args.configs.split(","):
-        workers, pages = (int(x) for x in spec.split("x"))
+        shape, _, reuse = spec.partition("r")
+        workers, pages = (int(x) for x in shape.split("x"))
+        reuse = int(reuse or EvalConfig().browser.page_reuse)
         t0 = time.perf_counter()
-        recs = list(EvaluatorPool(tasks, _config(pages), workers=workers).score(rows))
+        recs = list(EvaluatorPool(tasks, _config(pages, reuse), workers=workers).score(rows))
         secs = time.perf_counter() - t0
         got = verdicts(recs)
         diff = sum(1 for k in ref if got.get(k) != ref[k])
-        results.append([f"{workers} worker(s) x {pages} pages", secs, len(rows) / secs,
+        results.append([f"{workers} worker(s) x {pages} pages, page reuse {reuse}", secs, len(rows) / secs,
                         n_probes / secs, base_s / secs, diff, len(ref)])
         print(f"{spec}: {secs:.0f} s, {diff} verdicts differ")
     print()

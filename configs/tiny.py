@@ -6,8 +6,8 @@ Variants: `configs/tiny.py:grpo` (flat weights, gated reward) and `:smoke` (2 SF
 
 Expected: finishes in under 15 minutes on 2 cores; the last line reads
 `mean reward: sft=<x> rcca=<y>` with y > x. Measured (2 cores, nothing else running):
-14 min 9 s, `mean reward: sft=0.791 rcca=0.822` (SFT 2 min 7 s; each of the 14 RL steps about
-35 s, of which about 28 s Chromium scoring 12 apps). "mean reward" is the gated reward of 4
+8 min 27 s, `mean reward: sft=0.791 rcca=0.822` (SFT 2 min 8 s; each of the 14 RL steps about
+18 s, most of it Chromium scoring 12 apps). "mean reward" is the gated reward of 4
 samples per eval prompt (8 prompts) at the sampling temperature, with the same key both times.
 """
 

@@ -15,7 +15,8 @@ from evaluators.tasks import FormatError, load_responses, load_tasks
 def _config(args: argparse.Namespace) -> EvalConfig:
     cfg = EvalConfig()
     browser = dataclasses.replace(cfg.browser, pages_per_worker=args.pages,
-                                  probe_time_limit_ms=args.probe_time_limit_ms)
+                                  probe_time_limit_ms=args.probe_time_limit_ms,
+                                  page_reuse=args.page_reuse)
     return dataclasses.replace(cfg, browser=browser,
                                run_rubrics_after_gate_failure=args.all_rubrics)
 
@@ -88,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="most probes in flight per browser")
     common.add_argument("--probe-time-limit-ms", type=int,
                         default=EvalConfig().browser.probe_time_limit_ms)
+    common.add_argument("--page-reuse", type=int, default=EvalConfig().browser.page_reuse,
+                        help="probes a page slot serves (reset between them) before it is "
+                             "closed; 1 = a new browser context for every probe")
     common.add_argument("--all-rubrics", action="store_true",
                         help="run every probe even when a gate failed (the reward stays gated)")
     common.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -105,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "demo":
         defaults = EvalConfig().browser
         args.workers, args.pages, args.quiet, args.all_rubrics = 1, defaults.pages_per_worker, False, False
-        args.probe_time_limit_ms = defaults.probe_time_limit_ms
+        args.probe_time_limit_ms, args.page_reuse = defaults.probe_time_limit_ms, defaults.page_reuse
     return {"score": cmd_score, "localize": cmd_localize, "demo": cmd_demo}[args.cmd](args)
 
 

@@ -93,6 +93,15 @@ class BrowserConfig:
         overlap freely, but a starved renderer turns time limits into false
         failures, so concurrency follows the CPU rather than a fixed count.
       min_pages: pages always admitted, however busy the CPUs are.
+      page_reuse: probes one page slot (a context with one page) serves
+        before its context is closed. Between probes the slot is reset: the
+        page leaves for about:blank, the app origin's storage (cookies, local
+        and session storage, IndexedDB, caches), the history and the window
+        name are cleared and the mouse returns to (0, 0); a crashed, hung or
+        unresettable slot is closed at once. Reuse keeps the renderer process
+        and V8's compiled CDN libraries: a page costs about 0.9 CPU-s instead
+        of 2.4. 1 gives every probe a new context.
+      reset_timeout_ms: time a slot's reset may take before it is closed.
       cdn_root: directory of the npm CDN mirror; None means the default.
       coverage: collect precise JS coverage of failing probes (for
         execution-grounded localization).
@@ -110,8 +119,16 @@ class BrowserConfig:
     pages_per_worker: int = 4
     admit_cpu_busy: float = 0.85
     min_pages: int = 2
+    page_reuse: int = 50
+    reset_timeout_ms: int = 5_000
     cdn_root: str | None = None
     coverage: bool = False
+
+    def __post_init__(self):
+        for name in ("page_reuse", "reset_timeout_ms", "pages_per_worker"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"BrowserConfig.{name} must be at least 1, got "
+                                 f"{getattr(self, name)}")
 
 
 @dataclasses.dataclass(frozen=True)

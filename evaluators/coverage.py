@@ -1,12 +1,15 @@
-"""Which of the app's functions actually ran: precise JS coverage over CDP.
+"""Which of the app's functions and blocks actually ran: precise JS coverage over CDP.
 
-Execution-grounded localization needs the functions that ran on a failing
-path. V8's precise coverage with call counts is read once right after the page
-loads (reading resets the counters) and again when a probe fails, so the
-second reading holds exactly the calls made by the probe's interactions.
+Execution-grounded localization needs the code that ran on a failing path. V8's
+precise block coverage with call counts is read once right after the page
+loads (reading resets the counters) and again when a probe fails, so the second
+reading holds exactly what the probe's interactions ran: the functions called,
+and inside them the blocks (branches, loop bodies) that did not run.
 """
 
 from __future__ import annotations
+
+import asyncio
 
 from playwright.async_api import BrowserContext, Page
 
@@ -30,38 +33,53 @@ class Coverage:
         # A `debugger;` statement in the app must not pause it.
         await s.send("Debugger.setSkipAllPauses", {"skip": True})
         await s.send("Profiler.enable")
-        await s.send("Profiler.startPreciseCoverage", {"callCount": True, "detailed": False})
+        await s.send("Profiler.startPreciseCoverage", {"callCount": True, "detailed": True})
         self._session = s
 
     def _parsed(self, params: dict) -> None:
         if params.get("url", "").split("#", 1)[0] == APP_URL:
             self._scripts[params["scriptId"]] = (params["startLine"], params["startColumn"])
 
+    async def stop(self) -> None:
+        """Ends recording and detaches (the page may serve later probes); never raises."""
+        try:
+            await asyncio.wait_for(self._session.detach(), 2.0)
+        except Exception:  # noqa: BLE001 - a dead page's session is gone anyway
+            pass
+
     async def take(self) -> list[dict]:
         """Function call counts since the last take (raw CDP entries of the app's scripts)."""
         res = await self._session.send("Profiler.takePreciseCoverage")
         return [s for s in res["result"] if s["scriptId"] in self._scripts]
 
-    def functions(self, raw: list[dict], extraction: Extraction, index: TextIndex) -> list[dict]:
-        """The functions that ran, in response coordinates.
+    def functions(self, raw: list[dict], extraction: Extraction,
+                  index: TextIndex) -> tuple[list[dict], list[list[int]]]:
+        """The functions that ran, and the blocks inside them that did not, in response
+        coordinates.
 
         Returns:
-          [{"name", "start", "end", "count"}], sorted by start; a script's
-          top-level code is left out (it runs once, at load).
+          (functions, skipped): functions [{"name", "start", "end", "count"}] sorted by
+          start, a script's top-level code left out (it runs once, at load); skipped
+          [[start, end]], the blocks of those functions that did not run, sorted.
         """
-        out = []
+        out, skipped = [], []
         for script in raw:
             line, col = self._scripts[script["scriptId"]]
             base = index.from_v8(line + 1, col + 1)
             if base is None:
                 continue
             base16 = index.char_to_utf16(base)
+
+            def span(rng: dict) -> list[int]:
+                return [extraction.to_response(index.utf16_to_char(base16 + rng[k]))
+                        for k in ("startOffset", "endOffset")]
+
             for fn in script["functions"]:
                 rng = fn["ranges"][0]
                 if rng["count"] == 0 or not fn["functionName"] and rng["startOffset"] == 0:
                     continue
-                start = index.utf16_to_char(base16 + rng["startOffset"])
-                end = index.utf16_to_char(base16 + rng["endOffset"])
-                out.append({"name": fn["functionName"], "start": extraction.to_response(start),
-                            "end": extraction.to_response(end), "count": rng["count"]})
-        return sorted(out, key=lambda f: (f["start"], f["end"]))
+                start, end = span(rng)
+                out.append({"name": fn["functionName"], "start": start, "end": end,
+                            "count": rng["count"]})
+                skipped += [span(b) for b in fn["ranges"][1:] if b["count"] == 0]
+        return sorted(out, key=lambda f: (f["start"], f["end"])), sorted(skipped)

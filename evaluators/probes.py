@@ -78,6 +78,7 @@ class ProbeRunner:
         try:
             await self.page.goto(APP_URL, wait_until="load", timeout=self._left(timeout_ms))
         except PlaywrightError as e:
+            self.watch.hung = True
             raise StepFailure(f"the page did not load: {_short(e)}", "severe") from None
 
     async def run(self) -> None:

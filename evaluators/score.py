@@ -94,12 +94,14 @@ async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: Eval
         try:
             await page.goto(APP_URL, wait_until="load", timeout=b.load_timeout_ms)
         except Exception as e:  # noqa: BLE001 - Playwright timeout or navigation error
+            watch.hung = True
             failure = f"the page did not load within {b.load_timeout_ms} ms ({str(e).splitlines()[0][:200]})"
         if failure is None:
             await asyncio.sleep(b.settle_ms / 1000)
             try:
                 await asyncio.wait_for(page.evaluate("1"), b.hang_timeout_ms / 1000)
             except asyncio.TimeoutError:
+                watch.hung = True
                 failure = f"the page stopped answering after load (no reply in {b.hang_timeout_ms} ms)"
             except Exception as e:  # noqa: BLE001
                 if not watch.crashed and not page.context.browser.is_connected():
@@ -152,6 +154,7 @@ async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extracti
         except ProbeError as e:
             error = e
         except asyncio.TimeoutError:
+            watch.hung = True
             failure = StepFailure(f"the probe timed out after {b.probe_time_limit_ms} ms", "severe")
         if failure is not None and not watch.crashed and not context.browser.is_connected():
             raise EvaluatorFault("the browser died while a probe ran")
@@ -160,6 +163,8 @@ async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extracti
         covered = None
         if cov is not None and failure is not None and not watch.crashed:
             covered = await _read_coverage(cov, extraction, frames)
+        if cov is not None:
+            await cov.stop()
         duration = round((time.perf_counter() - t0) * 1000, 1)
         # Load-time errors repeat on every fresh page and were reported by gate
         # E; keep the ones an interaction triggered.
@@ -198,7 +203,8 @@ async def _read_coverage(cov: Coverage, extraction: Extraction, frames: _Frames)
         raw = await asyncio.wait_for(cov.take(), 5.0)
     except Exception:  # noqa: BLE001 - coverage is evidence, never a verdict
         return None
-    return {"functions": cov.functions(raw, extraction, frames.index), "since": "load"}
+    functions, skipped = cov.functions(raw, extraction, frames.index)
+    return {"functions": functions, "skipped": skipped, "since": "load"}
 
 
 async def _watchdog(runner: ProbeRunner, hang_timeout_ms: int) -> None:
@@ -210,6 +216,7 @@ async def _watchdog(runner: ProbeRunner, hang_timeout_ms: int) -> None:
         try:
             await asyncio.wait_for(runner.page.evaluate("1"), hang_timeout_ms / 1000)
         except asyncio.TimeoutError:
+            runner.watch.hung = True
             raise StepFailure(f"the page stopped answering (no reply in {hang_timeout_ms} ms): "
                               "an infinite loop?", "severe") from None
         except Exception:  # noqa: BLE001 - a closed or crashed page is reported elsewhere

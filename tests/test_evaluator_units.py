@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from evaluators.config import RewardConfig
+from evaluators.config import BrowserConfig, RewardConfig
 from evaluators.extract import extract_app
 from evaluators.probes import StepFailure, compare
 from evaluators.reward import gated_reward, rubric_reward
@@ -209,3 +209,9 @@ def test_gates():
     assert gated_reward("source", ok, cfg) == 0.0
     assert gated_reward("runtime", ok, cfg) == 0.1
     assert gated_reward(None, ok, cfg) == 1.0
+
+
+@pytest.mark.parametrize("field", ["page_reuse", "reset_timeout_ms", "pages_per_worker"])
+def test_browser_config_rejects_non_positive_limits(field):
+    with pytest.raises(ValueError, match=f"BrowserConfig.{field} must be at least 1"):
+        BrowserConfig(**{field: 0})

@@ -79,6 +79,9 @@ def _invariants(rec: dict, row: dict, task=None) -> list[str]:
             for f in (d.get("coverage") or {}).get("functions", []):
                 if not lo <= f["start"] <= f["end"] <= hi:
                     out.append(f"covered function [{f['start']}, {f['end']}) outside the extracted code")
+            for s, e in (d.get("coverage") or {}).get("skipped", []):
+                if not lo <= s <= e <= hi:
+                    out.append(f"skipped block [{s}, {e}) outside the extracted code")
             top = next((f for f in d.get("frames", []) if f["offset"] is not None), None)
             if top is not None:
                 code_off = top["offset"] - lo

@@ -7,7 +7,9 @@ flow (``flow``) this module blames instead the backward slice of the statements 
 in functions that ran: the statements whose values reach the write, the conditions that
 decide whether it runs and the calls that led to it, in the functions that ran or can have
 run at load (coverage, read after load, does not see those). The whole functions the slice
-narrows move to the context.
+narrows move to the context, and so do the statements of the slice that lie in blocks block
+coverage saw skipped during the probe (a branch not taken: its statements cannot have made
+the value the probe read then, though one may have run at load and left state behind).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ _LOAD_EVENTS = frozenset(("load", "domcontentloaded", "readystatechange"))
 _P5_START = frozenset(("setup", "preload"))
 _WHOLE = 400  # characters up to which a function the slice narrows stays blamed whole
 _BIG = 600  # characters over which a statement the slice reaches is context, not direct
+_IDLE = "; in a block that did not run during the probe"
 
 
 def load_functions(g: CodeGraph) -> set[int]:
@@ -88,6 +91,34 @@ def _target_variables(g: CodeGraph, w) -> set[int]:
     return {r.variable for r in g.var_refs if start <= r.span[0] < end and not r.write}
 
 
+def _skipped_blocks(c: _Case) -> list[tuple[int, int]]:
+    """The blocks the probe's block coverage saw skipped (none in records without them)."""
+    cov = c.d.get("coverage")
+    blocks = cov.get("skipped") if isinstance(cov, dict) else None
+    return [(int(b[0]), int(b[1])) for b in blocks or ()
+            if isinstance(b, (list, tuple)) and len(b) == 2]
+
+
+def _inside(span: tuple[int, int], blocks: list[tuple[int, int]]) -> bool:
+    return any(s <= span[0] and span[1] <= e for s, e in blocks)
+
+
+def _demote_skipped(c: _Case, sliced: dict[int, str], seeds: dict[int, str]) -> set[int]:
+    """Moves what lies in skipped blocks to the context: returns the statements of the slice
+    there, and demotes direct blame already collected there. Only when some seed ran: when
+    every checked write sat in a skipped block, that write not running is the failure."""
+    blocks = _skipped_blocks(c)
+    st = c.g.flow.statements
+    idle = {k for k in sliced if _inside(st[k].span, blocks)}
+    if all(k in idle for k in seeds):
+        return set()
+    for i in c.items:
+        if i.set == "dir" and _inside(i.span, blocks):
+            i.set, i.by = "ctx", "coverage"
+            i.why += _IDLE
+    return idle
+
+
 def narrow_to_slice(c: _Case, f: _Failure, ran: set[int]) -> bool:
     """Blames the slice of X's writes that ran (or, when none ran during the probe, of
     those made while the page loaded: X still shows their value); True when there was one.
@@ -115,12 +146,16 @@ def narrow_to_slice(c: _Case, f: _Failure, ran: set[int]) -> bool:
     path = _call_path(g, writers, ran)
     sliced = flow.slice({**path, **seeds},
                         lambda fn: fn is None or fn in ran or fn in loaded, only)
+    idle = _demote_skipped(c, sliced, seeds)
     touched = set()
     for k, why in sliced.items():
         spans = flow.blame(k)  # a long data table is context: it rarely holds the fault
         big = k not in seeds and sum(e - s for s, e in spans) > _BIG
         for span in spans:
-            c.add("ctx" if big else "dir", span, why, "flow")
+            if k in idle:
+                c.add("ctx", span, why + _IDLE, "coverage")
+            else:
+                c.add("ctx" if big else "dir", span, why, "flow")
         touched.add(flow.statements[k].function)
     # A short function stays whole (a missing statement hides in it too); a long one is
     # replaced by its statements in the slice, in either set.

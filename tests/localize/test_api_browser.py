@@ -12,7 +12,7 @@ import pytest
 from evaluators.config import EvalConfig
 from evaluators.localize.api import localize_record
 from evaluators.pool import score_rows_async
-from evaluators.tasks import load_responses, load_tasks
+from evaluators.tasks import load_responses, load_tasks, parse_task
 
 pytestmark = pytest.mark.browser
 EXAMPLES = Path(__file__).resolve().parents[2] / "evaluators" / "examples"
@@ -50,3 +50,43 @@ def test_scored_broken_app_is_localized():
     for d in diags.values():  # every blamed span is inside the app
         start, end = rec["extraction"]["start"], rec["extraction"]["end"]
         assert all(start <= s < e <= end for s, e in d["s_dir"] + d["s_ctx"])
+
+
+BRANCH_APP = """```html
+<button id="go">Go</button><p id="out">-</p>
+<script>
+function onGo(ev) {
+  if (ev.shiftKey) {
+    document.getElementById('out').textContent = 'shift';
+  } else {
+    document.getElementById('out').textContent = 'plain';
+  }
+  // padding: a function this long is narrowed to its slice instead of blamed whole.......
+  // padding: a function this long is narrowed to its slice instead of blamed whole.......
+  // padding: a function this long is narrowed to its slice instead of blamed whole.......
+}
+document.getElementById('go').addEventListener('click', onGo);
+</script>
+```"""
+
+
+def test_coverage_reports_the_blocks_that_did_not_run():
+    task = parse_task({"id": "tests/branch", "prompt": "x", "rubrics": [
+        {"id": "shift", "text": "x", "kind": "dynamic", "importance": "core", "probe": {
+            "timeout_ms": 500, "steps": [{"do": "click", "locator": "#go"},
+                                         {"expect": "text", "locator": "#out", "value": "shift"}]}}]})
+    cfg = EvalConfig()
+    cfg = dataclasses.replace(cfg, browser=dataclasses.replace(cfg.browser, coverage=True))
+    row = {"task_id": task.id, "response": BRANCH_APP}
+    (rec,) = asyncio.run(score_rows_async([row], {task.id: task}, cfg))
+    (fail,) = [d for d in rec["diagnostics"] if d["kind"] == "probe_failure"]
+    cov = fail["coverage"]
+    assert [f["name"] for f in cov["functions"]] == ["onGo"]
+    shift = BRANCH_APP.index("document.getElementById('out').textContent = 'shift';")
+    plain = BRANCH_APP.index("document.getElementById('out').textContent = 'plain';")
+    assert _inside((shift, shift + 10), cov["skipped"])
+    assert not _inside((plain, plain + 10), cov["skipped"])
+    out = localize_record(rec, task=task)
+    (loc,) = [d for d in out["diagnostics"] if d["kind"] == "probe_failure"]
+    assert _inside((plain, plain + 10), loc["s_dir"])
+    assert not _inside((shift, shift + 10), loc["s_dir"]) and _inside((shift, shift + 10), loc["s_ctx"])

@@ -184,3 +184,49 @@ def test_when_no_code_writes_the_element_only_the_written_element_is_followed():
     assert span("const v = TABLE[n] * 3;", MISSED) in loc.s_dir
     assert not any(s <= table[0] < e for s, e in loc.s_dir)
     assert any(s <= table[0] < e for s, e in loc.s_ctx)
+
+
+BRANCHY = """<button id="go">Go</button><select id="mode"></select><p id="out"></p>
+<script>
+const out = document.getElementById('out');
+const mode = document.getElementById('mode');
+function render() {
+  let steps = [];
+  const m = mode.value;
+  if (m === 'estimate') {
+    steps.push('round: ' + Math.round(2.6));
+    steps.push('estimate: ' + 3 * 4);
+  } else {
+    steps.push('exact: ' + 2.6 * 4);
+  }
+  out.textContent = steps.join(' ');
+  // padding so that the function is long enough to be narrowed by the slice..........
+  // padding so that the function is long enough to be narrowed by the slice..........
+  // padding so that the function is long enough to be narrowed by the slice..........
+}
+document.getElementById('go').addEventListener('click', render);
+</script>"""
+
+
+def test_slice_statements_in_blocks_that_did_not_run_are_context():
+    g = build_graph(BRANCHY)
+    go = {"do": "click", "locator": "#go"}
+    diag = probe({"expect": "text", "locator": "#out", "value": "exact: 10.4"}, go,
+                 ["render"], g)
+    taken = span("{\n    steps.push('round", BRANCHY)[0], span("3 * 4);\n  }", BRANCHY)[1]
+    without = localize(g, diag, "grounded")
+    assert span("steps.push('estimate: ' + 3 * 4);", BRANCHY) in without.s_dir
+    diag["coverage"]["skipped"] = [list(taken)]  # the probe took the else branch
+    loc = localize(g, diag, "grounded")
+    for idle in ("steps.push('round: ' + Math.round(2.6));", "steps.push('estimate: ' + 3 * 4);"):
+        assert span(idle, BRANCHY) not in loc.s_dir and span(idle, BRANCHY) in loc.s_ctx
+    for ran in ("steps.push('exact: ' + 2.6 * 4);", "if (m === 'estimate')",
+                "out.textContent = steps.join(' ');", "let steps = [];"):
+        assert span(ran, BRANCHY) in loc.s_dir
+    assert {"span": list(span("steps.push('estimate: ' + 3 * 4);", BRANCHY)), "set": "ctx",
+            "why": "sets steps, which the slice reads; in a block that did not run during the "
+                   "probe", "by": "coverage"} in loc.evidence
+    # When the checked write itself sits in a skipped block, it stays blamed.
+    diag["coverage"]["skipped"] = [[span("out.textContent", BRANCHY)[0] - 1,
+                                    span("steps.join(' ');", BRANCHY)[1]]]
+    assert span("out.textContent = steps.join(' ');", BRANCHY) in localize(g, diag, "grounded").s_dir

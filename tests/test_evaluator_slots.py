@@ -1,0 +1,123 @@
+"""Page slots: a reused context must look to an app exactly like a new one.
+
+Each test drives a BrowserWorker with one page at a time, so consecutive apps
+land in the same slot unless the slot was closed; page identity tells which.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+
+import pytest
+
+from evaluators.browser import APP_URL, BrowserWorker
+from evaluators.config import BrowserConfig
+
+pytestmark = pytest.mark.browser
+
+# Leaves every kind of state a page can leave behind in its tab or origin.
+WRITER = """<!doctype html><html><body style="margin:0">
+<div id="pad" style="width:100vw;height:100vh"></div>
+<script>
+localStorage.setItem('ls', '1');
+sessionStorage.setItem('ss', '1');
+document.cookie = 'ck=1';
+window.name = 'leaked';
+history.pushState({}, '', '#moved');
+indexedDB.open('leak-db', 1).onupgradeneeded = e => e.target.result.createObjectStore('s');
+</script></body></html>"""
+
+# Reads it back, and whether the pointer is over the page without having moved.
+READER = """<!doctype html><html><head><style>#pad:hover { color: red }</style></head>
+<body style="margin:0"><div id="pad" style="width:100vw;height:100vh">x</div>
+<script>
+window.moves = 0;
+document.addEventListener('mousemove', () => window.moves++);
+</script></body></html>"""
+
+READ = """async () => JSON.stringify({
+  ls: localStorage.getItem('ls'), ss: sessionStorage.getItem('ss'), cookie: document.cookie,
+  name: window.name, history: history.length, hash: location.hash,
+  dbs: (await indexedDB.databases()).map(d => d.name),
+  hovered: !!document.querySelector('#pad:hover'), moves: window.moves,
+})"""
+
+
+def _cfg(**kw) -> BrowserConfig:
+    return dataclasses.replace(BrowserConfig(), pages_per_worker=1, min_pages=1, **kw)
+
+
+async def _visit(worker: BrowserWorker, html: str, script: str | None = None,
+                 mouse_at: tuple[int, int] | None = None):
+    async with worker.page(html) as (page, _watch, _ctx):
+        await page.goto(APP_URL, wait_until="load")
+        if mouse_at is not None:
+            await page.mouse.move(*mouse_at)
+            await page.mouse.down()  # left pressed: the reset must release it
+        await asyncio.sleep(0.2)
+        state = json.loads(await page.evaluate(script)) if script else None
+        return page, state
+
+
+async def _reader_after_writer(reuse: int):
+    worker = await BrowserWorker(_cfg(page_reuse=reuse)).start()
+    try:
+        first, _ = await _visit(worker, WRITER, mouse_at=(400, 300))
+        second, state = await _visit(worker, READER, READ)
+        return first is second, state
+    finally:
+        await worker.close()
+
+
+def test_a_reused_slot_looks_like_a_new_context():
+    reused, after_reset = asyncio.run(_reader_after_writer(reuse=10))
+    fresh, in_new_context = asyncio.run(_reader_after_writer(reuse=1))
+    assert reused and not fresh, "the test must compare a reused slot with a new context"
+    assert in_new_context == {"ls": None, "ss": None, "cookie": "", "name": "", "history": 2,
+                              "hash": "", "dbs": [], "hovered": False, "moves": 0}
+    assert after_reset == in_new_context
+
+
+def _pages(cfg: BrowserConfig, apps: list[str]) -> list:
+    async def run():
+        worker = await BrowserWorker(cfg).start()
+        try:
+            return [(await _visit(worker, html))[0] for html in apps]
+        finally:
+            await worker.close()
+    return asyncio.run(run())
+
+
+def test_slots_serve_page_reuse_probes_then_close():
+    p = _pages(_cfg(page_reuse=2), [READER] * 5)
+    assert p[0] is p[1] and p[2] is p[3] and p[4] is not p[3] and p[2] is not p[1]
+
+
+def test_a_page_still_looping_is_closed_not_reset():
+    looping = READER.replace("window.moves = 0;", "setTimeout(() => { while (true) {} }, 50);")
+    p = _pages(_cfg(page_reuse=10, reset_timeout_ms=1500), [looping, READER, READER])
+    assert p[0] is not p[1], "a page that cannot answer must not serve the next app"
+    assert p[1] is p[2]
+
+
+def test_an_app_cannot_refuse_to_be_reset():
+    sticky = READER.replace("window.moves = 0;", (
+        "window.moves = 0; addEventListener('beforeunload', e => { e.preventDefault(); "
+        "e.returnValue = 'stay'; });"))
+
+    async def run():
+        worker = await BrowserWorker(_cfg(page_reuse=10)).start()
+        try:
+            async with worker.page(sticky) as (page, watch, _):
+                await page.goto(APP_URL, wait_until="load")
+                await page.click("#pad")  # beforeunload needs a user gesture first
+            second, state = await _visit(worker, READER, READ)
+            return page is second, watch.dialogs, state
+        finally:
+            await worker.close()
+
+    same, dialogs, state = asyncio.run(run())
+    assert same and state["moves"] == 0
+    assert [d["type"] for d in dialogs] == ["beforeunload"]
