@@ -7,8 +7,17 @@ is waiting: fixed waits and assertions retrying until their timeout). All
 configurations run on the same apps, on the same machine, in the same run, and
 their verdicts are compared with the baseline's.
 
+Two samples of the recorded answers: ``--every N`` (default 2: 75 apps, 344 probes) takes
+one answer to every N-th task, the ten models taking turns, so that tasks, models and the
+libraries the apps load are as in the whole answer set (three.js 17% of the apps against
+16%, Plotly 28% against 27%, p5 56% against 56%); ``--every 0 --tasks K`` takes every
+model's answer to K tasks spread over the task list (the sample this benchmark first used;
+its 3 tasks hold 30% three.js apps and no Plotly). Each row also gives the CPU seconds the configuration used, by process kind
+(Chromium's GPU process, renderers, browser process, Playwright's driver, Python).
+
 Run:
-  python benchmarks/throughput.py [--tasks 3] [--configs 1x4,1x8,2x8,1x8r1]
+  python benchmarks/throughput.py [--every 2 | --every 0 --tasks 3]
+      [--configs 1x4,1x8,1x16,2x8,1x8r1]
 
 Prints one table row per configuration. Target (issue 2): >= 5x the baseline's
 probes/s on 2 cores, with unchanged verdicts.
@@ -19,13 +28,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import re
 import sys
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.proc_cpu import CpuSampler  # noqa: E402
 from evaluators.browser import BrowserWorker  # noqa: E402
 from evaluators.config import EvalConfig  # noqa: E402
 from evaluators.pool import EvaluatorPool, make_mirror  # noqa: E402
@@ -36,16 +46,30 @@ from evaluators.tasks import load_responses, load_tasks  # noqa: E402
 DATA = REPO.parent / "shared" / "data" / "interactscience"
 
 
-def sample(n_tasks: int) -> tuple[dict, list[dict]]:
-    """Every model's answer to n_tasks tasks spread over the task list."""
+LIBRARIES = {"three.js": re.compile(r"<script[^>]+three(?:\.module)?(?:\.min)?\.js", re.I),
+             "Plotly": re.compile(r"<script[^>]+plotly", re.I),
+             "p5": re.compile(r"<script[^>]+p5(?:\.min)?\.js", re.I)}
+
+
+def sample(every: int | None, n_tasks: int | None) -> tuple[dict, list[dict]]:
+    """One answer to every ``every``-th task, the models taking turns; or, with ``every``
+    None, every model's answer to ``n_tasks`` tasks spread over the task list."""
     tasks = load_tasks(DATA / "tasks.jsonl")
-    ids = sorted(tasks)
+    answers = {p.stem: {r["task_id"]: r for r in load_responses(p, tasks)}
+               for p in sorted((DATA / "answers").glob("*.jsonl"))}
+    models, ids = sorted(answers), sorted(tasks)
+    if every:
+        return tasks, [answers[models[j % len(models)]][tid]
+                       for j, tid in enumerate(ids[::every]) if tid in answers[models[j % len(models)]]]
     step = max(1, len(ids) // n_tasks)
-    keep = set(ids[::step][:n_tasks])
-    rows = []
-    for path in sorted((DATA / "answers").glob("*.jsonl")):
-        rows += [r for r in load_responses(path, tasks) if r["task_id"] in keep]
-    return tasks, rows
+    keep = ids[::step][:n_tasks]
+    return tasks, [answers[m][tid] for m in models for tid in keep if tid in answers[m]]
+
+
+def library_mix(rows: list[dict]) -> str:
+    """Share of the apps loading each heavy library."""
+    return ", ".join(f"{name} {sum(bool(rx.search(r['response'])) for r in rows) / len(rows):.0%}"
+                     for name, rx in LIBRARIES.items())
 
 
 def _config(pages: int, reuse: int) -> EvalConfig:
@@ -74,37 +98,44 @@ def verdicts(records: list[dict]) -> dict[tuple, str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tasks", type=int, default=3, help="tasks (x 10 models' answers)")
-    ap.add_argument("--configs", default="1x4,1x8,2x8,1x8r1",
+    ap.add_argument("--every", type=int, default=2,
+                    help="one answer to every N-th task, models in turn (0: use --tasks)")
+    ap.add_argument("--tasks", type=int, default=3,
+                    help="with --every 0: tasks (x 10 models' answers)")
+    ap.add_argument("--configs", default="1x4,1x8,1x16,2x8,1x8r1",
                     help="comma-separated WORKERSxPAGES configurations; a suffix rN sets "
                          "page_reuse=N (default 50; r1 = a new context per probe)")
     args = ap.parse_args()
-    tasks, rows = sample(args.tasks)
+    tasks, rows = sample(args.every or None, args.tasks)
     n_probes = sum(1 for r in rows for rub in tasks[r["task_id"]].rubrics if rub.probe)
-    print(f"{len(rows)} apps, {n_probes} probes")
+    print(f"{len(rows)} apps ({len(set(r['task_id'] for r in rows))} tasks), {n_probes} probes; "
+          f"apps loading {library_mix(rows)}")
 
-    t0 = time.perf_counter()
-    base = asyncio.run(_baseline(tasks, rows))
-    base_s = time.perf_counter() - t0
+    with CpuSampler() as cpu:
+        base = asyncio.run(_baseline(tasks, rows))
+    base_s = cpu.wall
     ref = verdicts(base)
     results = [["baseline (1 probe, new browser per app)", base_s, len(rows) / base_s,
-                n_probes / base_s, 1.0, 0, len(ref)]]
-    print(f"baseline: {base_s:.0f} s")
+                n_probes / base_s, 1.0, 0, len(ref), cpu.total, cpu.summary()]]
+    print(f"baseline: {base_s:.0f} s, {cpu.total:.0f} CPU-s ({cpu.summary()})")
     for spec in args.configs.split(","):
         shape, _, reuse = spec.partition("r")
         workers, pages = (int(x) for x in shape.split("x"))
         reuse = int(reuse or EvalConfig().browser.page_reuse)
-        t0 = time.perf_counter()
-        recs = list(EvaluatorPool(tasks, _config(pages, reuse), workers=workers).score(rows))
-        secs = time.perf_counter() - t0
+        with CpuSampler() as cpu:
+            recs = list(EvaluatorPool(tasks, _config(pages, reuse), workers=workers).score(rows))
+        secs = cpu.wall
         got = verdicts(recs)
         diff = sum(1 for k in ref if got.get(k) != ref[k])
-        results.append([f"{workers} worker(s) x {pages} pages, page reuse {reuse}", secs, len(rows) / secs,
-                        n_probes / secs, base_s / secs, diff, len(ref)])
-        print(f"{spec}: {secs:.0f} s, {diff} verdicts differ")
+        results.append([f"{workers} worker(s) x {pages} pages, page reuse {reuse}", secs,
+                        len(rows) / secs, n_probes / secs, base_s / secs, diff, len(ref),
+                        cpu.total, cpu.summary()])
+        print(f"{spec}: {secs:.0f} s, {diff} verdicts differ, {cpu.total:.0f} CPU-s "
+              f"({cpu.summary()})")
     print()
     print(table(["configuration", "seconds", "apps/s", "probes/s", "speedup",
-                 "verdicts differing", "verdicts compared"], results))
+                 "verdicts differing", "verdicts compared", "CPU-s", "CPU-s by process"],
+                results))
 
 
 if __name__ == "__main__":

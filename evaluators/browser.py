@@ -1,10 +1,14 @@
 """A sandboxed headless Chromium that serves one app per page slot.
 
-Generated apps are untrusted code. Every request goes through one route
-handler: the app itself and CDN files from the offline mirror are fulfilled,
-everything else is aborted and recorded. Chromium also gets a dead proxy and a
-host resolver that resolves nothing, so a request that escapes interception (a
-WebSocket, a worker's fetch) still reaches nothing.
+Generated apps are untrusted code. The app's own document is answered over CDP (request
+interception of documents only): the app's URL gets the app, every other navigation (the
+page leaving, a frame loading elsewhere) a 204 that cancels it. Subresources go to the
+network stack, where exactly the CDN host names reach the offline mirror on a loopback
+port (``cdn_server``) and everything else reaches nothing: a proxy that does not exist
+(IP literals included) and a host resolver that resolves nothing. Requests that fail are
+recorded. The mirror is not served through interception because interception turns the
+HTTP cache off and moves every library through the driver as base64 (a page using Plotly
+cost 585 ms of CPU that way, 150 ms from the cache).
 
 A page slot is a browser context with one page, kept for up to
 `BrowserConfig.page_reuse` probes. Between probes the slot is reset to the
@@ -16,7 +20,8 @@ crash, a page that does not answer, a reset step that fails) closes the
 context instead. Reuse matters because a new context costs a new renderer
 process and the CDN libraries compiled again: loading 24 recorded answers one
 after another took about 2.4 CPU-s per page with a new context each, 0.9 in
-one reused slot.
+one reused slot. (The context's HTTP cache, which keeps the CDN libraries,
+outlives a reset: an app can tell only by how fast its libraries arrive.)
 """
 
 from __future__ import annotations
@@ -29,17 +34,15 @@ import re
 import time
 from typing import AsyncIterator
 
-from playwright.async_api import (Browser, BrowserContext, CDPSession, Page, Route,
-                                  async_playwright)
+from playwright.async_api import Browser, BrowserContext, CDPSession, Page, async_playwright
 
+from evaluators.app_server import APP_ORIGIN, APP_URL, AppServer, is_cdn_url
 from evaluators.config import BrowserConfig
 
-APP_ORIGIN = "http://app.rcca.local"
-APP_URL = APP_ORIGIN + "/index.html"
-_NETWORK_ISOLATION = (
-    "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
-    "--host-resolver-rules=MAP * ~NOTFOUND",
-)
+__all__ = ["APP_ORIGIN", "APP_URL", "BrowserWorker", "EvaluatorFault", "PageWatch", "parse_stack"]
+# Only documents are intercepted: the app's own, and navigations that would leave it.
+_DOCUMENTS = {"patterns": [{"urlPattern": "*", "resourceType": "Document",
+                            "requestStage": "Request"}]}
 _FRAME = re.compile(r"^\s*at (?:(?P<fn>.*?) \()?(?P<url>[^()\s]+?):(?P<line>\d+):(?P<col>\d+)\)?\s*$")
 log = logging.getLogger(__name__)
 
@@ -134,7 +137,9 @@ class _Slot:
     context: BrowserContext
     page: Page
     cdp: CDPSession
+    token: str  # its app document's key on the AppServer
     html: str = ""
+    document_url: str = ""  # where its APP_URL request is sent
     watch: PageWatch = dataclasses.field(default_factory=PageWatch)
     uses: int = 0
 
@@ -161,7 +166,8 @@ class BrowserWorker:
 
     Args:
       cfg: page conditions and limits.
-      mirror: a CdnMirror, or None to abort every CDN request.
+      mirror: a CdnMirror (served on a loopback port while the worker runs), or
+        None to let every CDN request fail.
       pages: contexts open at once; defaults to cfg.pages_per_worker.
     """
 
@@ -177,9 +183,13 @@ class BrowserWorker:
         self._recycle_after, self._max_stuck = recycle_after, max_stuck
         self._cpu = CpuMeter()
         self._open = 0
+        self._server: AppServer | None = None
+        self._hits: dict[str, object] = {}  # CDN URL -> MirrorHit or None, for fallbacks
         self.restarts = 0
+        self.pages_served = 0  # page() calls: one per probe, plus gate E pages of its own
 
     async def start(self) -> "BrowserWorker":
+        self._server = AppServer(self.mirror)
         self._pw = await async_playwright().start()
         device = dict(self._pw.devices[self.cfg.device])
         device.pop("default_browser_type", None)
@@ -190,7 +200,7 @@ class BrowserWorker:
     async def _launch(self) -> Browser:
         return await self._pw.chromium.launch(
             executable_path=self.cfg.executable_path, headless=True,
-            args=[*self.cfg.args, *_NETWORK_ISOLATION])
+            args=[*self.cfg.args, *self._server.chromium_args()])
 
     async def _admit(self) -> None:
         """Waits until the CPUs have room for another page (see BrowserConfig.admit_cpu_busy)."""
@@ -230,37 +240,46 @@ class BrowserWorker:
         with contextlib.suppress(Exception):
             if self._pw is not None:
                 await self._pw.stop()
+        if self._server is not None:
+            self._server.close()
 
-    async def _route(self, route: Route, html: str, watch: PageWatch) -> None:
-        request = route.request
+    async def _document(self, slot: "_Slot", event: dict) -> None:
+        """Sends a request for APP_URL to the slot's app; answers any other document with 204."""
+        url = event["request"]["url"]
+        rid = event["requestId"]
+        with contextlib.suppress(Exception):  # the page may be gone already
+            if url.split("#", 1)[0] == APP_URL:
+                await slot.cdp.send("Fetch.continueRequest",
+                                    {"requestId": rid, "url": slot.document_url})
+                return
+            # Leaving the app (or loading a frame elsewhere): a 204 cancels the navigation
+            # and keeps the current document, where a failure would commit an error page.
+            slot.watch.requests.append({"kind": "navigation_blocked", "url": url})
+            await slot.cdp.send("Fetch.fulfillRequest",
+                                {"requestId": rid, "responseCode": 204, "responseHeaders": []})
+
+    def _requested(self, request, watch: PageWatch) -> None:
+        """Records a CDN request served from another version than it asked for."""
         url = request.url
-        base = url.split("#", 1)[0]
-        if base == APP_URL:
-            await route.fulfill(status=200, content_type="text/html; charset=utf-8", body=html)
+        if self.mirror is None or not is_cdn_url(url):
             return
-        if request.is_navigation_request():
-            # Navigating the app's page away (or a frame or window elsewhere)
-            # would leave the app. A 204 answer cancels a navigation and keeps
-            # the current document, where an aborted one would commit an
-            # error page in its place.
-            watch.requests.append({"kind": _navigation_kind(request), "url": url})
-            await route.fulfill(status=204, body="")
-            return
-        if base == APP_ORIGIN + "/favicon.ico":
-            await route.fulfill(status=404, body="")
-            return
-        hit = self.mirror.resolve(url) if self.mirror is not None else None
-        if hit is None:
-            watch.requests.append({"kind": "blocked_request", "url": url,
-                                   "resource_type": request.resource_type})
-            await route.abort("blockedbyclient")
-            return
-        if hit.fallback:
+        if url not in self._hits:
+            self._hits[url] = self.mirror.resolve(url)
+        hit = self._hits[url]
+        if hit is not None and hit.fallback:
             watch.requests.append({"kind": "cdn_fallback", "url": url, "package": hit.package,
                                    "requested": hit.requested, "served": hit.version})
-        await route.fulfill(status=200, body=self.mirror.read(hit),
-                            headers={"content-type": hit.content_type,
-                                     "access-control-allow-origin": "*"})
+
+    @staticmethod
+    def _failed(request, watch: PageWatch) -> None:
+        """Records a request the sandbox refused (a cancelled one is not recorded)."""
+        error = request.failure or ""
+        url = request.url
+        if "ERR_ABORTED" in error or url.startswith(("data:", "blob:")) or \
+                url.split("?", 1)[0] == APP_ORIGIN + "/favicon.ico":
+            return
+        watch.requests.append({"kind": "blocked_request", "url": url,
+                               "resource_type": request.resource_type, "error": error})
 
     @contextlib.asynccontextmanager
     async def page(self, html: str) -> AsyncIterator[tuple[Page, PageWatch, BrowserContext]]:
@@ -272,10 +291,12 @@ class BrowserWorker:
         async with self._sem:
             await self._admit()
             gen = await self._acquire()
+            self.pages_served += 1
             slot = None
             try:
                 slot = gen.idle.pop() if gen.idle else await self._new_slot(gen)
                 slot.html, slot.watch = html, PageWatch()
+                slot.document_url = self._server.set_document(slot.token, html)
                 slot.uses += 1
                 yield slot.page, slot.watch, slot.context
             finally:
@@ -286,24 +307,29 @@ class BrowserWorker:
 
     async def _new_slot(self, gen: _Generation) -> _Slot:
         try:
+            # The only TLS peer a page can reach is the mirror, with its self-signed certificate.
             context = await gen.browser.new_context(**self._device, service_workers="block",
-                                                    accept_downloads=False)
+                                                    accept_downloads=False,
+                                                    ignore_https_errors=True)
         except Exception as e:  # noqa: BLE001 - any failure here is ours
             gen.draining = True
             raise EvaluatorFault(f"could not open a browser context: {e}") from e
         try:
             page = await context.new_page()
-            slot = _Slot(context, page, await context.new_cdp_session(page))
-            await context.route("**/*", lambda r: self._route(r, slot.html, slot.watch))
+            slot = _Slot(context, page, await context.new_cdp_session(page),
+                         self._server.register())
+            slot.cdp.on("Fetch.requestPaused",
+                        lambda ev: asyncio.ensure_future(self._document(slot, ev)))
+            await slot.cdp.send("Fetch.enable", _DOCUMENTS)
         except Exception as e:  # noqa: BLE001
             await self._close_context(context, gen)
             raise EvaluatorFault(f"could not open a page: {e}") from e
         page.on("popup", lambda p: self._popup(p, slot.watch))
         page.on("pageerror", lambda e: slot.watch.on_error(e))
         page.on("crash", lambda _: setattr(slot.watch, "crashed", True))
-        page.on("console", lambda m: slot.watch.console_errors.append(m.text)
-                if m.type == "error" and len(slot.watch.console_errors) < 50 else None)
         page.on("dialog", lambda d: self._dialog(d, slot.watch))
+        page.on("request", lambda r: self._requested(r, slot.watch))
+        page.on("requestfailed", lambda r: self._failed(r, slot.watch))
         return slot
 
     async def _put_back(self, slot: _Slot, gen: _Generation) -> None:
@@ -322,6 +348,7 @@ class BrowserWorker:
             if reset:
                 gen.idle.append(slot)
             else:
+                self._server.forget(slot.token)
                 await self._close_context(slot.context, gen)
 
     async def _reset(self, slot: _Slot) -> None:
@@ -363,15 +390,6 @@ class BrowserWorker:
                     if gen is self._gen:
                         self._gen = None
                         self._retire(gen, f"{gen.stuck} contexts would not close")
-
-
-def _navigation_kind(request) -> str:
-    """`popup_blocked` for a new window's first navigation, else `navigation_blocked`."""
-    try:
-        request.frame  # noqa: B018 - Playwright raises for a window still being created
-    except Exception:  # noqa: BLE001
-        return "popup_blocked"
-    return "navigation_blocked"
 
 
 async def _quietly(awaitable) -> None:

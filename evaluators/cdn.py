@@ -4,8 +4,9 @@ Generated single-file apps pull p5, three, Plotly, MathJax, math.js, ... from
 public CDNs. Evaluation has to be deterministic and offline, so at set-up time
 ``install`` puts pinned versions (``cdn_packages.json``) under one npm prefix,
 each under an npm alias (``p5__1.4.0``) so that several versions coexist. At
-evaluation time the browser's request interceptor asks ``CdnMirror.resolve``
-which installed file a CDN URL stands for and serves ``CdnMirror.read``.
+evaluation time the browser's loopback server (``evaluators.app_server``) asks
+``CdnMirror.resolve`` which installed file a CDN URL stands for and serves
+``CdnMirror.read``.
 
 The URL layouts of cdnjs, jsDelivr, unpkg, cdn.plot.ly and d3js.org are mapped
 onto the npm package layout. Version choice follows the CDNs (exact, partial, caret and
@@ -192,11 +193,13 @@ def response_headers(hit: MirrorHit) -> dict[str, str]:
 
     The CORS header matters: module scripts and web fonts (MathJax's woff
     files) loaded from another origin are blocked without it, as the real
-    CDNs send it.
+    CDNs send it. So do they send timing-allow-origin (resource timing shows
+    the page whether a file came from the cache) and a long-lived cache-control.
     """
     return {
         "content-type": hit.content_type,
         "access-control-allow-origin": "*",
+        "timing-allow-origin": "*",
         "cache-control": "public, max-age=31536000, immutable",
     }
 
@@ -216,7 +219,10 @@ def _main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     root = args.root if args.root is not None else default_root()
     if args.command == "install":
+        from evaluators.app_server import ensure_certificate  # local: app_server imports us
+
         install(root, args.manifest)
+        ensure_certificate(root / "tls")  # once here, not raced by workers starting together
         print(f"CDN mirror ready at {root}")
         return 0
     hit = CdnMirror(root).resolve(args.url)

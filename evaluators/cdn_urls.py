@@ -185,6 +185,9 @@ _NPM_ALIASES: dict[str, tuple[str, _Renames, str]] = {
 _JSDELIVR_HOSTS = {"cdn.jsdelivr.net", "fastly.jsdelivr.net", "gcore.jsdelivr.net",
                    "testingcf.jsdelivr.net", "quantum.jsdelivr.net", "originfastly.jsdelivr.net"}
 _UNPKG_HOSTS = {"unpkg.com", "www.unpkg.com"}
+# Every host name `_parse_url` maps onto the mirror (the browser sends exactly these to it).
+CDN_HOSTS = frozenset(_JSDELIVR_HOSTS | _UNPKG_HOSTS | {
+    "cdnjs.cloudflare.com", "cdn.plot.ly", "d3js.org", "www.d3js.org"})
 _PLOTLY_CDN_RE = re.compile(
     r"/plotly" + _PLOTLY_PARTIAL + r"-(latest|v?\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?)(?:\.min)?\.js")
 

@@ -29,9 +29,16 @@ from evaluators.tasks import Task
 
 log = logging.getLogger(__name__)
 HEARTBEAT_S = 5.0
+# A worker that dies this many times in a row before its browser is up cannot start
+# (no Chromium, a broken install): the pool raises instead of restarting it for ever.
+START_ATTEMPTS = 3
 # A worker whose event loop has not turned for this long is stuck (or its
 # browser start hangs): it is killed and its apps are rescored elsewhere.
 STUCK_S = 180.0
+
+
+class EvaluatorStartError(RuntimeError):
+    """The pool's workers cannot start their browsers (an installation problem, not a row's)."""
 
 
 def make_mirror(cfg: EvalConfig):
@@ -94,7 +101,11 @@ def _worker_main(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: mp.Que
 
 async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: mp.Queue,
                        outbox: queue.SimpleQueue) -> None:
-    worker = await BrowserWorker(cfg.browser, make_mirror(cfg)).start()
+    try:
+        worker = await BrowserWorker(cfg.browser, make_mirror(cfg)).start()
+    except Exception as e:  # noqa: BLE001 - reported to the parent, which decides
+        outbox.put(("start_failed", None, f"{type(e).__name__}: {e}"[:2000]))
+        return
     outbox.put(("ready", None, None))
     loop = asyncio.get_running_loop()
     running: set[asyncio.Task] = set()
@@ -132,6 +143,8 @@ class _Slot:
     conn: Connection              # this worker's results; EOF when it dies
     inflight: dict                # job id -> deadline
     last_beat: float = 0.0
+    ready: bool = False           # its browser started
+    start_error: str | None = None
 
 
 class EvaluatorPool:
@@ -168,6 +181,7 @@ class EvaluatorPool:
         self._done: dict[int, dict] = {}
         self._next_id = 0
         self.restarts = 0
+        self._failed_starts = [0] * self.n  # consecutive deaths before "ready", per worker
 
     # -- lifecycle -----------------------------------------------------------
     @property
@@ -283,7 +297,11 @@ class EvaluatorPool:
                 while conn.poll():
                     kind, idx, rec = conn.recv()
                     slot.last_beat = time.monotonic()
-                    if kind == "result" and idx in slot.inflight:
+                    if kind == "ready":
+                        slot.ready, self._failed_starts[wid] = True, 0
+                    elif kind == "start_failed":
+                        slot.start_error = rec
+                    elif kind == "result" and idx in slot.inflight:
                         del slot.inflight[idx]
                         rec.pop("_rcca_pool_retry", None)
                         self._done[idx] = rec
@@ -304,13 +322,26 @@ class EvaluatorPool:
             slot.proc.kill()
             slot.proc.join(timeout=15)
             slot.conn.close()
+            if not slot.ready:
+                self._failed_starts[wid] += 1
+                if self._failed_starts[wid] >= START_ATTEMPTS:
+                    self._slots[wid] = None
+                    self.close()
+                    raise EvaluatorStartError(
+                        f"evaluator worker {wid} failed to start {START_ATTEMPTS} times in a "
+                        f"row (exit code {slot.proc.exitcode}): "
+                        f"{slot.start_error or 'it died before its browser was up'}")
             self.restarts += 1
             for idx in slot.inflight:
-                self._requeue(idx)
+                # A worker that never came up did not run its jobs: they keep their retry.
+                self._requeue(idx, ran=slot.ready)
             self._start(wid)
 
-    def _requeue(self, idx: int) -> None:
+    def _requeue(self, idx: int, ran: bool = True) -> None:
         row = self._rows[idx]
+        if not ran:
+            self._todo.appendleft(idx)
+            return
         # A job that took a worker down twice gets an error record; its first
         # crash may have been a neighbour's fault.
         if row.get("_rcca_pool_retry"):

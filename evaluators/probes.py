@@ -70,6 +70,7 @@ class ProbeRunner:
         self.deadline = deadline_ms
         self.vars: dict[str, Any] = {}
         self.steps = probe["steps"]
+        self.loaded = False  # the page's load event fired
 
     def _left(self, want: float) -> float:
         return max(1.0, min(want, self.deadline - monotonic_ms()))
@@ -80,6 +81,7 @@ class ProbeRunner:
         except PlaywrightError as e:
             self.watch.hung = True
             raise StepFailure(f"the page did not load: {_short(e)}", "severe") from None
+        self.loaded = True
 
     async def run(self) -> None:
         """Runs every step; raises StepFailure or ProbeError at the first that fails."""

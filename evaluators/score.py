@@ -11,6 +11,8 @@ import asyncio
 import time
 import traceback
 
+from playwright.async_api import Page
+
 from evaluators.browser import APP_URL, BrowserWorker, EvaluatorFault, PageWatch, monotonic_ms
 from evaluators.config import EvalConfig
 from evaluators.coverage import Coverage
@@ -80,43 +82,81 @@ def _watch_diagnostics(watch: PageWatch, stage: str, rubric_id: str | None) -> l
     return out
 
 
+class RuntimeGate:
+    """Gate E, decided on a page right after it loads, before anything acts on it.
+
+    The gate needs a freshly loaded page left alone for `settle_ms`, and the first probe's
+    page is exactly that until its first step runs; so the gate is decided there and the
+    probe then goes on, instead of loading the app once more on a page of its own (a page
+    load is most of a short probe's CPU). A response with no probe gets a page of its own
+    (`check_runtime`).
+    """
+
+    def __init__(self, cfg: EvalConfig, frames: _Frames):
+        self.cfg, self.frames = cfg, frames
+        self.result: asyncio.Future = asyncio.get_running_loop().create_future()
+
+    @property
+    def decided(self) -> bool:
+        return self.result.done()
+
+    async def after_load(self, page: Page, watch: PageWatch) -> bool:
+        """Lets the loaded page settle, asks it to answer, decides. Returns whether it passed."""
+        b = self.cfg.browser
+        await asyncio.sleep(b.settle_ms / 1000)
+        failure = None
+        try:
+            await asyncio.wait_for(page.evaluate("1"), b.hang_timeout_ms / 1000)
+        except asyncio.TimeoutError:
+            watch.hung = True
+            failure = f"the page stopped answering after load (no reply in {b.hang_timeout_ms} ms)"
+        except Exception as e:  # noqa: BLE001
+            if not watch.crashed and not page.context.browser.is_connected():
+                raise EvaluatorFault(f"browser died during the load check: {e}") from e
+        return self.decide(watch, failure)
+
+    def decide(self, watch: PageWatch, failure: str | None) -> bool:
+        """Decides the gate from what the page did while loading (once; later calls read it)."""
+        if self.result.done():
+            return self.result.result()[0]
+        if watch.crashed:
+            failure = "the renderer crashed"
+        diags = [_error_diagnostic(e, self.frames, "runtime", None) for e in watch.errors
+                 if e["interaction_index"] is None]
+        if failure is None and diags:
+            failure = "uncaught exception during load: " + diags[0]["message"]
+        diags.extend(_watch_diagnostics(watch, "runtime", None))
+        if failure is not None:
+            diags.insert(0, {"kind": "runtime_failure", "stage": "runtime", "severity": "severe",
+                             "rubric_id": None, "message": failure})
+        self.result.set_result((failure is None, diags))
+        return failure is None
+
+    def give_up(self, error: BaseException) -> None:
+        """The page the gate was to be decided on failed the evaluator itself."""
+        if not self.result.done():
+            self.result.set_exception(error)
+
+
 async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: EvalConfig,
                         frames: _Frames) -> tuple[bool, list[dict]]:
-    """Gate E: the page loads in time, does not crash or hang, throws nothing on load.
+    """Gate E on a page of its own (for a response none of whose rubrics has a probe).
 
     Returns:
       (passed, diagnostics).
     """
     b = cfg.browser
-    diags: list[dict] = []
-    failure = None
+    gate = RuntimeGate(cfg, frames)
     async with worker.page(extraction.code) as (page, watch, _):
         try:
             await page.goto(APP_URL, wait_until="load", timeout=b.load_timeout_ms)
         except Exception as e:  # noqa: BLE001 - Playwright timeout or navigation error
             watch.hung = True
-            failure = f"the page did not load within {b.load_timeout_ms} ms ({str(e).splitlines()[0][:200]})"
-        if failure is None:
-            await asyncio.sleep(b.settle_ms / 1000)
-            try:
-                await asyncio.wait_for(page.evaluate("1"), b.hang_timeout_ms / 1000)
-            except asyncio.TimeoutError:
-                watch.hung = True
-                failure = f"the page stopped answering after load (no reply in {b.hang_timeout_ms} ms)"
-            except Exception as e:  # noqa: BLE001
-                if not watch.crashed and not page.context.browser.is_connected():
-                    raise EvaluatorFault(f"browser died during the load check: {e}") from e
-        if watch.crashed:
-            failure = "the renderer crashed"
-        for err in watch.errors:
-            diags.append(_error_diagnostic(err, frames, "runtime", None))
-        if failure is None and watch.errors:
-            failure = "uncaught exception during load: " + diags[0]["message"]
-        diags.extend(_watch_diagnostics(watch, "runtime", None))
-    if failure is not None:
-        diags.insert(0, {"kind": "runtime_failure", "stage": "runtime", "severity": "severe",
-                         "rubric_id": None, "message": failure})
-    return failure is None, diags
+            gate.decide(watch, f"the page did not load within {b.load_timeout_ms} ms "
+                               f"({str(e).splitlines()[0][:200]})")
+        if not gate.decided:
+            await gate.after_load(page, watch)
+    return gate.result.result()
 
 
 def _verdict(rubric: Rubric, verdict: str, **kw) -> dict:
@@ -126,9 +166,20 @@ def _verdict(rubric: Rubric, verdict: str, **kw) -> dict:
     return rec
 
 
+class _GateFailed(Exception):
+    """Gate E failed on the probe's page and the rubrics are not to be run."""
+
+
 async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extraction,
-                     cfg: EvalConfig, frames: _Frames) -> tuple[dict, list[dict]]:
-    """Runs one rubric's probe on a fresh page. Returns (verdict record, diagnostics)."""
+                     cfg: EvalConfig, frames: _Frames,
+                     gate: RuntimeGate | None = None) -> tuple[dict, list[dict]] | None:
+    """Runs one rubric's probe on a fresh page. Returns (verdict record, diagnostics).
+
+    With `gate`, gate E is decided on this page between its load and the first step (the
+    probe's time limit grows by the settling time, so its steps get the time they always
+    had); when the gate fails and rubrics are not run after a gate failure, the probe stops
+    there and None is returned.
+    """
     if rubric.probe is None:
         return _verdict(rubric, "unjudged", message="no probe: a judge must score this rubric"), []
     try:
@@ -137,27 +188,27 @@ async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extracti
         return _verdict(rubric, "error", failed_step=e.step_index,
                         message=f"malformed probe: {e}", error_source="probe"), []
     b = cfg.browser
+    limit_ms = b.probe_time_limit_ms + (b.settle_ms if gate is not None else 0)
     async with worker.page(extraction.code) as (page, watch, context):
         t0 = time.perf_counter()
-        deadline = monotonic_ms() + b.probe_time_limit_ms
-        runner = ProbeRunner(page, watch, rubric.probe, b.action_timeout_ms, deadline)
+        runner = ProbeRunner(page, watch, rubric.probe, b.action_timeout_ms,
+                             monotonic_ms() + limit_ms)
         cov = None
         if b.coverage:
             cov = Coverage()
             await cov.start(context, page)
-        failure = error = None
         try:
-            await asyncio.wait_for(_guarded(runner, b.hang_timeout_ms, cov),
-                                   b.probe_time_limit_ms / 1000)
-        except StepFailure as f:
-            failure = f
-        except ProbeError as e:
-            error = e
-        except asyncio.TimeoutError:
-            watch.hung = True
-            failure = StepFailure(f"the probe timed out after {b.probe_time_limit_ms} ms", "severe")
-        if failure is not None and not watch.crashed and not context.browser.is_connected():
-            raise EvaluatorFault("the browser died while a probe ran")
+            failure, error = await _run_probe(runner, cov, gate, b.hang_timeout_ms, limit_ms)
+            if failure is not None and not watch.crashed and not context.browser.is_connected():
+                raise EvaluatorFault("the browser died while a probe ran")
+        except BaseException as e:
+            if gate is not None:
+                gate.give_up(e)
+            raise
+        if gate is not None and _gate_stops(gate, runner, failure, cfg):
+            if cov is not None:
+                await cov.stop()
+            return None
         if watch.crashed and failure is not None:
             failure = StepFailure(f"the renderer crashed: {failure}", "severe")
         covered = None
@@ -172,12 +223,67 @@ async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extracti
         diags = [_error_diagnostic(e, frames, "rubric", rubric.id) for e in errors]
         diags.extend(d for d in _watch_diagnostics(watch, "rubric", rubric.id)
                      if d.get("kind") != "blocked_request" and d.get("kind") != "cdn_fallback")
+    rec, failed = _probe_record(rubric, watch, failure, error, errors, duration, covered)
+    return rec, ([failed] if failed else []) + diags
+
+
+async def _run_probe(runner: ProbeRunner, cov: Coverage | None, gate: RuntimeGate | None,
+                     hang_timeout_ms: int, limit_ms: float
+                     ) -> tuple[StepFailure | None, ProbeError | None]:
+    """Loads and runs the probe under its time limit. Returns (failure, error): at most one
+    is set. A gate failure that stops the probe returns (None, None) with the gate decided."""
+    try:
+        await asyncio.wait_for(_guarded(runner, hang_timeout_ms, cov, gate), limit_ms / 1000)
+    except StepFailure as f:
+        return f, None
+    except ProbeError as e:
+        return None, e
+    except asyncio.TimeoutError:
+        runner.watch.hung = True
+        return StepFailure(f"the probe timed out after {limit_ms} ms", "severe"), None
+    except _GateFailed:
+        pass
+    return None, None
+
+
+def _gate_stops(gate: RuntimeGate, runner: ProbeRunner, failure: StepFailure | None,
+                cfg: EvalConfig) -> bool:
+    """Decides gate E if the probe ended before it could be (its page did not load, hung or
+    crashed), and tells whether the probe's verdict is void (the gate failed and rubrics are
+    not run after a gate failure)."""
+    if not gate.decided:
+        _decide_unloaded(gate, runner, failure, cfg.browser.load_timeout_ms)
+    return not gate.result.result()[0] and not cfg.run_rubrics_after_gate_failure
+
+
+def _decide_unloaded(gate: RuntimeGate, runner: ProbeRunner, failure: StepFailure | None,
+                     load_timeout_ms: int) -> None:
+    """Gate E of a probe page that ended before the gate was decided (load, hang, crash)."""
+    if failure is None:
+        gate.decide(runner.watch, None)
+        return
+    message = str(failure)
+    prefix = "the page did not load"
+    if not runner.loaded and message.startswith(prefix):
+        message = f"{prefix} within {load_timeout_ms} ms ({message[len(prefix):].lstrip(': ')})"
+    elif not runner.loaded:
+        message = f"{prefix} ({message})"
+    else:
+        message = f"the page stopped answering after load ({message})"
+    gate.decide(runner.watch, message)
+
+
+def _probe_record(rubric: Rubric, watch: PageWatch, failure: StepFailure | None,
+                  error: ProbeError | None, errors: list[dict], duration: float,
+                  covered: dict | None) -> tuple[dict, dict | None]:
+    """The rubric's verdict record, and the diagnostic of its failure (None unless failed)."""
     runtime_error = rubric.importance == "core" and bool(errors)
     if error is not None:
-        return _verdict(rubric, "error", failed_step=error.step_index, message=f"malformed probe: {error}",
-                        error_source="probe", duration_ms=duration), diags
+        return _verdict(rubric, "error", failed_step=error.step_index,
+                        message=f"malformed probe: {error}", error_source="probe",
+                        duration_ms=duration), None
     if failure is None:
-        return _verdict(rubric, "pass", duration_ms=duration, runtime_error=runtime_error), diags
+        return _verdict(rubric, "pass", duration_ms=duration, runtime_error=runtime_error), None
     if errors:
         failure.severity = "severe"
     step_index = watch.step
@@ -186,12 +292,18 @@ async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extracti
                    message=str(failure), duration_ms=duration, runtime_error=runtime_error)
     diag = _failure_diagnostic(rubric, failure, step_index, step, watch)
     diag["coverage"] = covered
-    diags.insert(0, diag)
-    return rec, diags
+    return rec, diag
 
 
-async def _load_and_run(runner: ProbeRunner, cov: Coverage | None) -> None:
-    await runner.load(runner.deadline - monotonic_ms())
+async def _load_and_run(runner: ProbeRunner, cov: Coverage | None,
+                        gate: RuntimeGate | None) -> None:
+    left = runner.deadline - monotonic_ms()
+    if gate is not None:
+        left = min(left, gate.cfg.browser.load_timeout_ms)
+    await runner.load(left)
+    if gate is not None and not await gate.after_load(runner.page, runner.watch) and \
+            not gate.cfg.run_rubrics_after_gate_failure:
+        raise _GateFailed
     if cov is not None:
         await cov.take()  # resets the counts: what follows is the probe's own path
     await runner.run()
@@ -223,9 +335,10 @@ async def _watchdog(runner: ProbeRunner, hang_timeout_ms: int) -> None:
             return
 
 
-async def _guarded(runner: ProbeRunner, hang_timeout_ms: int, cov: Coverage | None) -> None:
+async def _guarded(runner: ProbeRunner, hang_timeout_ms: int, cov: Coverage | None,
+                   gate: RuntimeGate | None) -> None:
     """Runs the probe while a watchdog ends it early if the page hangs."""
-    probe = asyncio.ensure_future(_load_and_run(runner, cov))
+    probe = asyncio.ensure_future(_load_and_run(runner, cov, gate))
     dog = asyncio.ensure_future(_watchdog(runner, hang_timeout_ms))
     try:
         done, _ = await asyncio.wait({probe, dog}, return_when=asyncio.FIRST_COMPLETED)
@@ -256,6 +369,18 @@ def _failure_diagnostic(rubric: Rubric, failure: StepFailure, step_index: int | 
         "selector": locator_css(loc), "expected": failure.expected, "actual": failure.actual,
         "after_action": action,
     }
+
+
+def _gate_rubric(task: Task) -> int | None:
+    """Index of the first rubric with a well-formed probe (its page decides gate E), or None."""
+    for i, r in enumerate(task.rubrics):
+        if r.probe is not None:
+            try:
+                check_probe(r.probe)
+            except ProbeError:
+                continue
+            return i
+    return None
 
 
 def _not_run(task: Task, gate: str) -> list[dict]:
@@ -291,17 +416,33 @@ async def score_response(worker: BrowserWorker, task: Task, response: str,
 
     frames = _Frames(extraction)
     t = time.perf_counter()
-    ok, runtime_diags = await check_runtime(worker, extraction, cfg, frames)
+    first = _gate_rubric(task)
+    first_run = None
+    if first is None:
+        ok, runtime_diags = await check_runtime(worker, extraction, cfg, frames)
+    else:
+        runtime_gate = RuntimeGate(cfg, frames)
+        first_run = asyncio.ensure_future(
+            run_rubric(worker, task.rubrics[first], extraction, cfg, frames, runtime_gate))
+        try:
+            ok, runtime_diags = await runtime_gate.result
+        except BaseException:
+            first_run.cancel()
+            await asyncio.gather(first_run, return_exceptions=True)
+            raise
     timings["runtime_ms"] = round((time.perf_counter() - t) * 1000, 1)
     diags.extend(runtime_diags)
     if not ok:
         gate = gate or "runtime"
         if not cfg.run_rubrics_after_gate_failure:
+            if first_run is not None:
+                await first_run  # stopped at the gate: it returns at once
             return _record(task, extraction, gate, _not_run(task, gate), diags, timings, cfg)
 
     t = time.perf_counter()
-    results = await asyncio.gather(*(run_rubric(worker, r, extraction, cfg, frames)
-                                     for r in task.rubrics))
+    results = await asyncio.gather(*(
+        first_run if i == first else run_rubric(worker, r, extraction, cfg, frames)
+        for i, r in enumerate(task.rubrics)))
     timings["rubrics_ms"] = round((time.perf_counter() - t) * 1000, 1)
     rubrics = [rec for rec, _ in results]
     for _, d in results:

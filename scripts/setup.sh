@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what rcca needs, idempotently, on a Debian machine with Python 3.11:
-# Debian's chromium and npm, a virtual environment at .venv with the package
-# and its dev extras, and the offline CDN mirror (npm packages) at .cdn.
+# Debian's chromium, npm and openssl, a virtual environment at .venv with the
+# package and its dev extras, and the offline CDN mirror (npm packages) at .cdn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +10,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 need_apt=()
 [ -x /usr/lib/chromium/chromium ] || need_apt+=(chromium)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+# The CDN mirror's loopback server speaks TLS with a self-signed certificate made by openssl.
+command -v openssl >/dev/null 2>&1 || need_apt+=(openssl)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "installing Debian packages: ${need_apt[*]}"
   $SUDO apt-get update -qq

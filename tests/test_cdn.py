@@ -6,15 +6,18 @@ The first run installs the pinned packages into the default mirror directory
 
 from __future__ import annotations
 
+import asyncio
 import json
-import shutil
 import time
 from pathlib import Path
 
 import pytest
 
 from evaluators import cdn
+from evaluators.browser import APP_URL, BrowserWorker
 from evaluators.cdn import CdnMirror, MirrorHit, default_root, install, response_headers
+from evaluators.app_server import is_cdn_url
+from evaluators.config import BrowserConfig
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
 
@@ -329,52 +332,32 @@ PROBE = """async () => {
 }"""
 
 
-def _chromium_path() -> str:
-    return str(CHROMIUM) if CHROMIUM.exists() else str(shutil.which("chromium"))
-
-
 def _run_page(mirror: CdnMirror, html: str, ready: str, probe: str):
-    """Loads html from app.rcca.local with every other request mirrored or aborted.
+    """Loads html as an app in the evaluator's own sandboxed browser (mirror on loopback).
 
     Returns:
-        (probe result, served URLs, aborted URLs, page errors).
+        (probe result, CDN URLs served, URLs refused, page errors).
     """
-    sync_api = pytest.importorskip("playwright.sync_api")
-    served, aborted, errors = [], [], []
-
-    def handle(route):
-        url = route.request.url
-        if url == "http://app.rcca.local/index.html":
-            route.fulfill(status=200, content_type="text/html; charset=utf-8", body=html)
-            return
-        hit = mirror.resolve(url)
-        if hit is None:
-            aborted.append(url)
-            route.abort()
-            return
-        served.append(url)
-        route.fulfill(status=200, headers=response_headers(hit), body=mirror.read(hit))
-
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(
-            executable_path=_chromium_path(),
-            args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--no-first-run"])
+    async def run():
+        worker = await BrowserWorker(BrowserConfig(), mirror).start()
+        served, errors = [], []
         try:
-            context = browser.new_context()
-            context.route("**/*", handle)
-            page = context.new_page()
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto("http://app.rcca.local/index.html", wait_until="load")
-            page.wait_for_function(ready, timeout=30_000)
-            result = page.evaluate(probe)
+            async with worker.page(html) as (page, watch, _):
+                page.on("requestfinished",
+                        lambda r: served.append(r.url) if is_cdn_url(r.url) else None)
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                await page.goto(APP_URL, wait_until="load")
+                await page.wait_for_function(ready, timeout=30_000)
+                result = await page.evaluate(probe)
+                refused = [r["url"] for r in watch.requests if r["kind"] == "blocked_request"]
         finally:
-            browser.close()
-    return result, served, aborted, errors
+            await worker.close()
+        return result, served, refused, errors
+
+    return asyncio.run(run())
 
 
-needs_chromium = pytest.mark.skipif(
-    not CHROMIUM.exists() and shutil.which("chromium") is None, reason="no Chromium on this host")
+needs_chromium = pytest.mark.skipif(not CHROMIUM.exists(), reason="no Chromium on this host")
 
 
 @needs_chromium
@@ -426,3 +409,65 @@ def test_headless_chromium_mathjax2_and_import_map(mirror):
     assert aborted == [] and errors == []
     assert any("/mathjax/2.7.7/config/TeX-MML-AM_CHTML.js" in u for u in served), served
     assert any("/mathjax/2.7.7/jax/output/CommonHTML/" in u for u in served), served
+
+
+SANDBOX_PAGE = """<!doctype html><html><head>
+<script src="https://cdn.plot.ly/plotly-2.35.2.min.js"></script>
+<script src="https://cdnjs.cloudflare.com/ajax/libs/p5.js/9.9.9/nothing-here.js"
+        onerror="window.missing = 'network error'"></script>
+</head><body><script>
+async function attempt(url) {
+  try { await fetch(url); return 'reached'; } catch (e) { return 'refused'; }
+}
+// The mirror's own port (the test writes it in), an IP literal, cloud metadata, another host.
+window.sandbox = Promise.all([attempt('http://127.0.0.1:MIRROR_PORT/'), attempt('http://10.1.2.3/'),
+                              attempt('http://169.254.169.254/'), attempt('https://example.com/')]);
+</script></body></html>"""
+
+
+@needs_chromium
+def test_sandbox_serves_the_mirror_from_the_http_cache_and_refuses_the_rest(mirror):
+    """A second load of a library in a context comes from the HTTP cache, not the mirror;
+    a CDN file the mirror lacks, IP literals and other hosts are network errors, recorded."""
+    async def run():
+        worker = await BrowserWorker(BrowserConfig(pages_per_worker=1), mirror).start()
+        try:
+            seen = []
+            html = SANDBOX_PAGE.replace("MIRROR_PORT", str(worker._server.port))
+            for _ in range(2):
+                async with worker.page(html) as (page, watch, _):
+                    await page.goto(APP_URL, wait_until="load")
+                    outcomes = await page.evaluate("window.sandbox")
+                    missing = await page.evaluate("window.missing")
+                    cached = await page.evaluate(
+                        "performance.getEntriesByType('resource').filter(e => "
+                        "e.name.includes('plotly')).map(e => e.transferSize)")
+                    version = await page.evaluate("Plotly.version")
+                    seen.append((outcomes, missing, cached, version,
+                                 sorted(r["url"] for r in watch.requests
+                                        if r["kind"] == "blocked_request")))
+            return seen, worker.pages_served
+        finally:
+            await worker.close()
+
+    (first, second), pages = asyncio.run(run())
+    for outcomes, missing, _, version, refused in (first, second):
+        assert outcomes == ["refused"] * 4
+        assert missing == "network error" and version == "2.35.2"
+        assert "https://cdnjs.cloudflare.com/ajax/libs/p5.js/9.9.9/nothing-here.js" in refused
+        assert {"http://10.1.2.3/", "http://169.254.169.254/", "https://example.com/"} <= set(refused)
+    assert first[2][0] > 0, "the first load must come from the mirror"
+    assert second[2] == [0], "the second load in the same context must come from the cache"
+
+
+def test_mirror_certificate_is_made_once_and_needs_openssl(tmp_path, monkeypatch):
+    from evaluators import app_server
+
+    cert, key = app_server.ensure_certificate(tmp_path / "tls")
+    assert cert.read_text().startswith("-----BEGIN CERTIFICATE-----")
+    made = cert.stat().st_mtime_ns
+    assert app_server.ensure_certificate(tmp_path / "tls") == (cert, key)
+    assert cert.stat().st_mtime_ns == made
+    monkeypatch.setattr(app_server.shutil, "which", lambda name: None)
+    with pytest.raises(RuntimeError, match="apt-get install openssl"):
+        app_server.ensure_certificate(tmp_path / "elsewhere")

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from evaluators.browser import BrowserWorker
 from evaluators.config import EvalConfig
-from evaluators.pool import score_rows_async
+from evaluators.pool import make_mirror, score_rows_async
 from evaluators.tasks import load_responses, load_tasks, parse_task
 
 pytestmark = pytest.mark.browser
@@ -242,3 +243,51 @@ def test_checked_expectations_and_their_negation():
          "probe": {"steps": [{"expect": "checked", "locator": "#b"}], "timeout_ms": 1000}}]})
     (rec,) = asyncio.run(score_rows_async([{"task_id": "c", "response": html}], {"c": task}, CFG))
     assert verdicts(rec) == {"ok": "pass", "wrong": "fail"}, rec["rubrics"]
+
+
+def _score_with(rows, tasks, cfg=CFG):
+    """(records, pages the browser served) for rows scored with a worker of our own."""
+    async def run():
+        worker = await BrowserWorker(cfg.browser, make_mirror(cfg)).start()
+        try:
+            return await score_rows_async(rows, tasks, cfg, worker=worker), worker.pages_served
+        finally:
+            await worker.close()
+    return asyncio.run(run())
+
+
+def test_runtime_gate_is_decided_on_the_first_probes_page():
+    # Six probes, six pages: gate E no longer loads the app on a page of its own.
+    (rec,), pages = _score_with([BASE["correct"]], TASKS)
+    assert (rec["reward"], rec["gate"]) == (1.0, None)
+    assert pages == 6
+    # A load-time exception fails the gate on that page and no other page is opened.
+    (rec,), pages = _score_with([BASE["throws on load"]], TASKS)
+    assert (rec["reward"], rec["gate"]) == (0.1, "runtime")
+    assert pages == 1
+    assert all(v["verdict"] == "fail" and v.get("ran") is False
+               for v in rec["rubrics"] if v["id"] != "looks-clean")
+    (fail,) = [d for d in rec["diagnostics"] if d["kind"] == "runtime_failure"]
+    assert fail["message"].startswith("uncaught exception during load: uncaught TypeError")
+
+
+def test_runtime_gate_without_probes_gets_a_page_of_its_own():
+    task = parse_task({"id": "judge-only", "prompt": "p", "rubrics": [
+        {"id": "looks", "text": "x", "kind": "initial", "importance": "rendering", "probe": None}]})
+    rows = [{"task_id": "judge-only", "model": m, "response": BASE[m]["response"]}
+            for m in ("correct", "throws on load")]
+    (ok, throws), pages = _score_with(rows, {"judge-only": task})
+    assert pages == 2
+    assert (ok["reward"], ok["gate"]) == (1.0, None)
+    assert (throws["reward"], throws["gate"]) == (0.1, "runtime")
+    assert [v["verdict"] for v in ok["rubrics"]] == ["unjudged"]
+
+
+def test_probes_still_run_after_a_failed_gate_when_asked():
+    cfg = dataclasses.replace(CFG, run_rubrics_after_gate_failure=True)
+    (rec,), pages = _score_with([BASE["throws on load"]], TASKS, cfg)
+    assert (rec["reward"], rec["gate"]) == (0.1, "runtime")
+    assert pages == 6
+    # The gate's page went on to run its probe: every probe has a verdict of its own.
+    assert all(v.get("ran", True) for v in rec["rubrics"])
+    assert verdicts(rec)["title"] == "pass"

@@ -8,12 +8,13 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from evaluators.config import EvalConfig
-from evaluators.pool import EvaluatorPool
+from evaluators.pool import EvaluatorPool, EvaluatorStartError
 from evaluators.tasks import load_responses, load_tasks
 
 pytestmark = pytest.mark.browser
@@ -43,6 +44,18 @@ def test_pool_survives_a_dead_worker_and_keeps_order():
     assert all("_rcca_pool_retry" not in r for r in out)
     by_model = {r["model"]: r["reward"] for r in out}
     assert by_model["correct"] == 1.0 and by_model["no code"] == 0.0
+
+
+def test_pool_raises_when_its_workers_cannot_start():
+    # No Chromium there: a broken installation is an error, not a pool restarting for ever.
+    tasks = load_tasks(EXAMPLES / "tasks.jsonl")
+    rows = load_responses(EXAMPLES / "responses.jsonl", tasks)[:1]
+    cfg = dataclasses.replace(EvalConfig(), browser=dataclasses.replace(
+        EvalConfig().browser, executable_path="/nonexistent/chromium"))
+    t0 = time.monotonic()
+    with pytest.raises(EvaluatorStartError, match=r"failed to start 3 times.*nonexistent/chromium"):
+        list(EvaluatorPool(tasks, cfg, workers=1).score(rows))
+    assert time.monotonic() - t0 < 120
 
 
 def test_persistent_pool_streams_groups_with_back_pressure():

@@ -57,6 +57,11 @@ _ACTION_EVENTS = {
     "focus": frozenset(("focus", "focusin")),
     "drag_to": _MOUSE, "mouse": _MOUSE,
 }
+# A function given as context that is longer than this is cut down to its head and the
+# _AROUND statements on each side of the code in question (a load handler holding a whole
+# app is no context: 1.5x on half an app dilutes the blame on the faulty statement).
+_LONG_CONTEXT = 1500
+_AROUND = 2
 _SELECTOR_NAME = re.compile(r"([#.])((?:[-\w]|\\.)+)")
 _TAG = re.compile(r"<[^>]*>")
 
@@ -135,9 +140,31 @@ class _Case:
         if span is not None and span[1] > span[0]:
             self.items.append(_Item(which, (int(span[0]), int(span[1])), why, by, fn))
 
-    def function(self, which: str, index: int | None, why: str, by: str = "graph") -> None:
-        if index is not None:
-            self.add(which, self.g.functions[index].span, why, by, index)
+    def function(self, which: str, index: int | None, why: str, by: str = "graph",
+                 near: int | None = None) -> None:
+        """Adds a function whole; as context, one longer than ``_LONG_CONTEXT`` (a whole app
+        in a load handler) only by its head and the statements around ``near``."""
+        if index is None:
+            return
+        fn = self.g.functions[index]
+        if which != "ctx" or fn.span[1] - fn.span[0] <= _LONG_CONTEXT:
+            self.add(which, fn.span, why, by, index)
+            return
+        self.add("ctx", (fn.span[0], min(fn.body[0] + 1, fn.span[1])), why + " (its head)", by,
+                 index)
+        stmt = self.g.enclosing_statement(near) if near is not None else None
+        if stmt is None or not fn.span[0] <= stmt[0] < fn.span[1]:
+            return
+        around = [stmt]
+        for after in (False, True):
+            at = stmt
+            for _ in range(_AROUND):
+                at = neighbour_statement(self.g, at, after)
+                if at is None or at[1] - at[0] > _LONG_CONTEXT:
+                    break
+                around.append(at)
+        for span in around:
+            self.add("ctx", span, why + " (the statements around)", by, index)
 
     def statement(self, which: str, span: Span, why: str, fn: int | None, by: str = "graph"):
         """Adds the innermost statement around ``span`` (``span`` itself outside JS)."""
@@ -159,6 +186,21 @@ class _Case:
                 seen.add((i.set, s))
                 evidence.append({"span": list(s), "set": i.set, "why": i.why, "by": i.by})
         return Localization(tuple(s_dir), tuple(s_ctx), tuple(evidence))
+
+
+def neighbour_statement(g: CodeGraph, stmt: Span, after: bool) -> Span | None:
+    """The statement just before (or after) ``stmt`` in the same block (or script)."""
+    fn = g.enclosing_function(stmt[0])
+    starts = [s for s, e in g.statements if s <= stmt[0] and stmt[1] <= e and (s, e) != stmt]
+    ends = [e for s, e in g.statements if s <= stmt[0] and stmt[1] <= e and (s, e) != stmt]
+    body = fn.body if fn is not None and fn.body[0] <= stmt[0] else next(
+        (sc.span for sc in g.scripts if sc.span[0] <= stmt[0] < sc.span[1]), g.region)
+    lo, hi = max(starts + [body[0]]), min(ends + [body[1]])
+    if after:
+        found = [(s, -e) for s, e in g.statements if stmt[1] <= s and e <= hi]
+        return (min(found)[0], -min(found)[1]) if found else None
+    found = [(e, -s) for s, e in g.statements if lo <= s and e <= stmt[0]]
+    return (-max(found)[1], max(found)[0]) if found else None
 
 
 def _fn_at(g: CodeGraph, offset: int) -> int | None:
@@ -289,11 +331,21 @@ def _norm(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+def name_words(name: str) -> tuple[str, ...]:
+    """The words of an identifier, sorted (``trimSlider`` and ``slider-trim``: trim, slider)."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name or "")
+    return tuple(sorted(w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w))
+
+
 def similar_names(a: str, b: str) -> bool:
-    """Names a model could have confused: equal up to case and separators, or close."""
+    """Names a model could have confused: equal up to case and separators, the same words in
+    another order, or close."""
     na, nb = _norm(a), _norm(b)
     if not na or not nb:
         return False
+    words = name_words(a)
+    if len(words) > 1 and words == name_words(b):
+        return True
     short, long = sorted((na, nb), key=len)
     if na == nb or (len(short) >= 4 and short in long and len(short) >= len(long) / 2):
         return True
@@ -409,6 +461,20 @@ def _writes(g: CodeGraph, elements: Iterable[int], keys) -> list[ElementWrite]:
     out = {w.span: w for x in elements for w in g.writes_to_element(x)
            if keys is None or _write_key(w) in keys}
     return [out[s] for s in sorted(out)]
+
+
+def _other_writes(g: CodeGraph, f: "_Failure", keys, functions: set) -> list[ElementWrite]:
+    """Writes of what the check reads, in ``functions``, to elements other than X (when no
+    code writes X so): one of them may miss X. When X is made by script and some fill the
+    containers X's locator names (or write elements made on the spot), only those: X is
+    made there, and the writes to unrelated elements are not where it went wrong."""
+    found = [w for w in g.element_writes if w.function in functions and _write_key(w) in keys]
+    if f.targets:
+        return found
+    holders = {e.index for e in g.elements
+               if e.id in f.outer_names or set(e.classes) & set(f.outer_names)}
+    near = [w for w in found if holders & set(w.elements)]
+    return near + [w for w in found if not w.elements] if near else found
 
 
 def _describe(g: CodeGraph, elements: Sequence[int], label=None) -> str:

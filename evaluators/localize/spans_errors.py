@@ -21,6 +21,13 @@ from evaluators.localize.spans_common import (
 )
 from evaluators.localize.spans_unset import _NULL_READ, _unset_state
 
+_LOAD_EVENTS = frozenset(("load", "domcontentloaded", "readystatechange", "pageshow"))
+# Functions p5 calls by their names (global mode): entry points like load handlers.
+_P5_HOOKS = frozenset((
+    "preload", "setup", "draw", "windowResized", "mousePressed", "mouseReleased",
+    "mouseClicked", "mouseMoved", "mouseDragged", "mouseWheel", "doubleClicked", "keyPressed",
+    "keyReleased", "keyTyped", "touchStarted", "touchMoved", "touchEnded", "deviceMoved",
+    "deviceTurned", "deviceShaken"))
 _NAME_IN_MESSAGE = re.compile(r"([A-Za-z_$][\w$.]*) is not (?:defined|a function|a constructor)")
 _INFINITE_LOOP = re.compile(r"(?:while\s*\(\s*(?:true|1)\s*\)|for\s*\(\s*;\s*;\s*\))")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]{2,}")
@@ -67,6 +74,70 @@ def _null_sources(c: _Case, stmt: Span, by: str) -> None:
             for w in v.writes:
                 c.statement("ctx", w, f"writes {v.name}, read by the failing statement", None,
                             by)
+
+
+def reachable_functions(g: CodeGraph) -> set[int]:
+    """Functions something can run: called or referenced from top-level code, event handlers,
+    p5's hooks, functions named anywhere but in their own declaration (a conservative
+    stand-in for dynamic calls), and whatever those call."""
+    found = {t for call in g.calls if call.caller is None for t in call.targets}
+    found |= {b.handler for b in g.event_bindings if b.handler is not None}
+    found |= {f.index for f in g.functions if f.parent is None and f.name in _P5_HOOKS}
+    for f in g.functions:
+        if f.name and f.index not in found:
+            uses = len(re.findall(r"(?<![\w$.])" + re.escape(f.name) + r"(?![\w$])",
+                                  g.text[g.region[0]:g.region[1]]))
+            if uses > 1 + sum(1 for call in g.calls if f.index in call.targets):
+                found.add(f.index)  # named somewhere no call edge explains
+    frontier = set(found)
+    while frontier:
+        frontier = {t for fi in frontier for call in g.calls_from(fi) for t in call.targets}
+        frontier -= found
+        found |= frontier
+    return found
+
+
+def _unreached_writers(c: _Case, stmt: Span, stack: list[int], by: str) -> None:
+    """A null read of state that only code nothing can run sets (``init`` that no load
+    handler calls any more): the start-up bindings that should run it are blamed, the code
+    that never ran is context. Not when a function on the stack looks unreachable too: then
+    the app is run in a way the graph does not see, and nothing can be concluded."""
+    if not _NULL_READ.search(str(c.d.get("message", ""))):
+        return
+    g = c.g
+    reachable = None
+    for v in g.state_vars:
+        if "." in v.name or not v.writes or not any(stmt[0] <= a < stmt[1] for a, _ in v.reads):
+            continue
+        writers = {_fn_at(g, w[0]) for w in v.writes}
+        reachable = reachable_functions(g) if reachable is None else reachable
+        if None in writers or writers & reachable:
+            continue
+        if any(fn is not None and fn not in reachable for fn in (_fn_at(g, o) for o in stack)):
+            return
+        for b in g.event_bindings:
+            if b.global_target and (b.event or "").lower() in _LOAD_EVENTS:
+                c.add("dir", b.span, f"start-up binding ({b.target_text} '{b.event}'): only "
+                      f"code nothing runs sets {v.name}, so this does not run it", by)
+        for fi in _roots_above(g, writers):
+            c.function("ctx", fi, f"sets {v.name} (itself or through its calls), but nothing "
+                       "runs it", by)
+
+
+def _roots_above(g: CodeGraph, functions: set[int], depth: int = 4) -> set[int]:
+    """The functions with no callers from which ``functions`` are called (themselves if
+    nothing calls them)."""
+    roots, frontier, seen = set(), set(functions), set(functions)
+    for _ in range(depth):
+        nxt = set()
+        for fi in frontier:
+            callers = {call.caller for call in g.calls_to(fi)} - {None}
+            if not callers:
+                roots.add(fi)
+            nxt |= callers - seen
+        seen |= nxt
+        frontier = nxt
+    return roots | frontier
 
 
 def _named_in_message(c: _Case, by: str) -> None:
@@ -165,12 +236,13 @@ def _page_error_stack(c: _Case) -> None:
     g, top = c.g, frames[0]["offset"]
     head = _statement_head(g, top) or _line_at(g.text, top)
     c.add("dir", head, "statement at the top in-app frame of the exception", "stack")
-    c.function("ctx", _fn_at(g, top), "function of the top frame", "stack")
+    c.function("ctx", _fn_at(g, top), "function of the top frame", "stack", near=top)
     for k, frame in enumerate(frames[1:], 1):
         off = frame["offset"]
         c.add("ctx", _statement_head(g, off) or _line_at(g.text, off),
               f"call on the stack (frame {k})", "stack")
     _null_sources(c, head, "stack")
+    _unreached_writers(c, head, [f["offset"] for f in frames], "stack")
     _unset_state(c, head, [f["offset"] for f in frames], "stack")
     _library_arguments(c, head, "stack")
     _named_in_message(c, "stack")
@@ -187,7 +259,8 @@ def _page_error_text(c: _Case) -> None:
         hits.append((at, at + len(excerpt)))
     for span in hits:
         c.add("dir", span, "line quoted by the exception report", "text")
-        c.function("ctx", _fn_at(c.g, span[0]), "function containing the quoted line", "text")
+        c.function("ctx", _fn_at(c.g, span[0]), "function containing the quoted line", "text",
+                   near=span[0])
         _null_sources(c, span, "text")
         _unset_state(c, span, [span[0]], "text")
     if not hits:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.spans_common import (
-    _CHECK_WRITES, _Case, _Failure, _write_key, _write_keys, _writes,
+    _CHECK_WRITES, _bindings_for, _Case, _Failure, _write_key, _write_keys, _writes,
 )
 
 _LOAD_EVENTS = frozenset(("load", "domcontentloaded", "readystatechange"))
@@ -24,6 +24,8 @@ _P5_START = frozenset(("setup", "preload"))
 _WHOLE = 400  # characters up to which a function the slice narrows stays blamed whole
 _BIG = 600  # characters over which a statement the slice reaches is context, not direct
 _IDLE = "; in a block that did not run during the probe"
+_STALE = ("; it ran at load, and the action's handler, which ran, did not run it again: the "
+          "value is the load's")
 
 
 def load_functions(g: CodeGraph) -> set[int]:
@@ -131,7 +133,7 @@ def narrow_to_slice(c: _Case, f: _Failure, ran: set[int]) -> bool:
     seeds: dict[int, str] = {}
     only: dict[int, set[int]] = {}
     writes = _seed_writes(g, f)
-    for when in (ran, loaded | {None}):
+    for at_load, when in ((False, ran), (True, loaded | {None})):
         for w, what, target in writes:
             k = flow.statement_at(w.span[0], w.function) if w.function in when else None
             if k is not None:
@@ -142,6 +144,10 @@ def narrow_to_slice(c: _Case, f: _Failure, ran: set[int]) -> bool:
             break
     if not seeds:
         return False
+    # After an action whose handler ran, a value X still shows from load is not what failed:
+    # the handler not updating X is (its code is blamed by the callers of this function).
+    stale = at_load and bool(f.action) and any(
+        b.handler in ran for b in _bindings_for(g, f.actors, f.action))
     writers = {flow.statements[k].function for k in seeds}
     path = _call_path(g, writers, ran)
     sliced = flow.slice({**path, **seeds},
@@ -154,6 +160,8 @@ def narrow_to_slice(c: _Case, f: _Failure, ran: set[int]) -> bool:
         for span in spans:
             if k in idle:
                 c.add("ctx", span, why + _IDLE, "coverage")
+            elif stale:
+                c.add("ctx", span, why + _STALE, "coverage")
             else:
                 c.add("ctx" if big else "dir", span, why, "flow")
         touched.add(flow.statements[k].function)

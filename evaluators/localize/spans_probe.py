@@ -17,10 +17,12 @@ from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Element, EventBinding, Span
 from evaluators.localize.spans_common import (
     _ACTION_EVENTS, _CHECK_WRITES, _TEXT, _bindings_for, _Case, _describe, _failure, _Failure,
-    _fn_at, _norm, _write_key, _write_keys, _writes, ran_functions, similar_names,
+    _fn_at, _norm, _other_writes, _write_keys, _writes, ran_functions,
+    similar_names,
 )
 from evaluators.localize.spans_errors import _loops
 from evaluators.localize.spans_flow import narrow_to_slice
+from evaluators.localize.spans_smells import blame_definite_bugs
 
 _STYLE_CHECKS = frozenset(("class", "css", "attribute", "visible", "hidden"))
 _SHOWN_PROPS = frozenset(("display", "visibility", "opacity", "width", "height", "max-height",
@@ -169,15 +171,14 @@ def _failed_check(c: _Case, f: _Failure) -> None:
     for w in writes:
         c.statement("dir", w.span, f"writes {w.kind} {w.detail} of {what}".replace("  ", " "),
                     w.function)
-        c.function("ctx", w.function, f"function writing {what}")
+        c.function("ctx", w.function, f"function writing {what}", near=w.span[0])
     if not writes and keys is not None:
         fns = {b.handler for b in _bindings_for(c.g, f.actors, f.action)} - {None}
         fns |= {t for fi in list(fns) for call in c.g.calls_from(fi) for t in call.targets}
-        for w in c.g.element_writes:
-            if w.function in fns and _write_key(w) in keys:
-                c.statement("dir", w.span, f"the action's handler writes {w.kind} of "
-                            f"{_describe(c.g, w.elements, 'an unresolved element')}, not of "
-                            f"{what}", w.function)
+        for w in _other_writes(c.g, f, keys, fns):
+            c.statement("dir", w.span, f"the action's handler writes {w.kind} of "
+                        f"{_describe(c.g, w.elements, 'an unresolved element')}, not of "
+                        f"{what}", w.function)
         for w in _writes(c.g, f.targets, None):  # the missing update belongs with the others
             c.function("dir", w.function, f"writes {what}, but not what the check reads")
     if f.check in _STYLE_CHECKS or f.check == "action":
@@ -209,7 +210,7 @@ def _missing_element(c: _Case, f: _Failure) -> None:
         if set(q.elements) & set(f.targets) or (arg and arg in f.names):
             queried.add(q.span)
             c.statement("dir", q.span, f"looks up {what}", q.function)
-            c.function("ctx", q.function, f"function looking up {what}")
+            c.function("ctx", q.function, f"function looking up {what}", near=q.span[0])
     for name in f.names:
         for s in _js_mentions(g, name):
             if not any(a <= s[0] < b for a, b in queried):
@@ -451,14 +452,13 @@ def _ground(c: _Case) -> set[int] | None:
             c.function("dir", w.function, f"ran before the failure and writes {what}",
                        "coverage")
     if not writes and keys is not None and not f.missing:
-        for w in g.element_writes:
-            if w.function in ran and _write_key(w) in keys:
-                c.statement("dir", w.span, f"ran before the failure and writes {w.kind} of "
-                            f"{_describe(g, w.elements, 'an unresolved element')}, not of "
-                            f"{what}", w.function, "coverage")
+        for w in _other_writes(g, f, keys, ran):
+            c.statement("dir", w.span, f"ran before the failure and writes {w.kind} of "
+                        f"{_describe(g, w.elements, 'an unresolved element')}, not of "
+                        f"{what}", w.function, "coverage")
     actor = _describe(g, f.actors, f.actor_label)
     bindings = _bindings_for(g, f.actors, f.action)
-    if not bindings and f.action:  # Y unresolved (made by script): handlers that fit the action
+    if not bindings and f.action and not f.actors:  # Y made by script: handlers that fit
         events = _ACTION_EVENTS.get(f.action, frozenset())
         bindings = [b for b in g.event_bindings if b.event and b.event.lower() in events
                     and not b.global_target]
@@ -503,4 +503,6 @@ def _nothing_ran(c: _Case) -> None:
 
 def _probe_grounded(c: _Case) -> None:
     _probe_rules(c)
-    _context(c, _ground(c))
+    ran = _ground(c)
+    blame_definite_bugs(c, ran)
+    _context(c, ran)

@@ -4,9 +4,12 @@
 sets (a variable only declared, or declared empty, and never assigned; an object property no
 code assigns) means an assignment is missing. A missing statement has no span of its own, so
 the rule blames where it belongs: among the assignments of its siblings (variables declared
-in the same statement, other properties of the same object: code sets them together), and
-just before the read on each stack frame (the path that reached the read without setting
-it). The start-up functions on the stack, where state is usually set, are context.
+in the same statement, other properties of the same object: code sets them together; the
+run of them with the gaps between, and the statements just before and after it), just
+before the read on each stack frame (the path that reached the read without setting it),
+and just before the first read of the state that ran earlier on that path without failing
+(``scene.add(group)`` before ``group.clear()``: the value was missing already there). The
+start-up functions on the stack, where state is usually set, are context.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import re
 
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span, StateVar
-from evaluators.localize.spans_common import _Case, _fn_at
+from evaluators.localize.spans_common import _Case, _fn_at, neighbour_statement as _neighbour
 
 _NULL_READ = re.compile(r"(?:Cannot (?:read|set) propert(?:y|ies) of (?:null|undefined)"
                         r"(?: \((?:reading|setting) '([^']*)'\))?|(\S+) is (?:null|undefined))")
@@ -26,6 +29,7 @@ _ASSIGN = re.compile(r"\s*(?:(?:[-+*/%&|^]|\*\*|<<|>>>?|&&|\|\||\?\?)?=(?!=)|\+\
 _PATH_LIMIT = 600  # longest statement blamed as "the code just before" a read (characters)
 _RUN_LIMIT = 1200  # longest run of sibling assignments blamed with the gaps between them
 _ENTRY = frozenset(("setup", "preload", "init", "main", "initialize"))
+_DECLARATION = re.compile(r"(?:export\s+)?(?:async\s+)?(?:function|class)\b")
 
 
 def _assigned(g: CodeGraph, v: StateVar) -> bool:
@@ -94,39 +98,76 @@ def _siblings(g: CodeGraph, unset: list[StateVar]) -> list[StateVar]:
     return out
 
 
-def _neighbour(g: CodeGraph, stmt: Span, after: bool) -> Span | None:
-    """The statement just before (or after) ``stmt`` in the same block (or script)."""
-    fn = g.enclosing_function(stmt[0])
-    starts = [s for s, e in g.statements if s <= stmt[0] and stmt[1] <= e and (s, e) != stmt]
-    ends = [e for s, e in g.statements if s <= stmt[0] and stmt[1] <= e and (s, e) != stmt]
-    body = fn.body if fn is not None and fn.body[0] <= stmt[0] else next(
-        (sc.span for sc in g.scripts if sc.span[0] <= stmt[0] < sc.span[1]), g.region)
-    lo, hi = max(starts + [body[0]]), min(ends + [body[1]])
-    if after:
-        found = [(s, -e) for s, e in g.statements if stmt[1] <= s and e <= hi]
-        return (min(found)[0], -min(found)[1]) if found else None
-    found = [(e, -s) for s, e in g.statements if lo <= s and e <= stmt[0]]
-    return (-max(found)[1], max(found)[0]) if found else None
-
-
-def _sibling_runs(c: _Case, unset: list[StateVar], stack: set, names: str, by: str) -> None:
-    """The run of statements assigning the siblings in each function off the stack, gaps
-    included, and the statement after it: where the missing assignment belongs."""
+def _sibling_runs(c: _Case, unset: list[StateVar], frames: dict, names: str, by: str) -> None:
+    """The run of statements assigning the siblings in each function, gaps included, and the
+    statements just before and after it: where the missing assignment belongs. In a function
+    on the stack only the assignments before its frame count (those ran before the read)."""
     g = c.g
     per_fn: dict[int | None, list[Span]] = {}
     for v in _siblings(g, unset):
         for w in v.writes:
             stmt = g.enclosing_statement(w[0])
-            if stmt is not None and _fn_at(g, w[0]) not in stack:
-                per_fn.setdefault(_fn_at(g, w[0]), []).append(stmt)
+            fn = _fn_at(g, w[0])
+            if stmt is not None and (fn not in frames or w[0] < frames[fn]):
+                per_fn.setdefault(fn, []).append(stmt)
     for fn, stmts in per_fn.items():
         run = (min(s for s, _ in stmts), max(e for _, e in stmts))
         why = f"sets the state set with {names}, which no code sets"
         for span in [run] if run[1] - run[0] <= _RUN_LIMIT else stmts:
             c.add("dir", span, why, by)
-        after = _neighbour(g, run, True)
-        if after is not None and after[1] - after[0] <= _PATH_LIMIT:
-            c.add("dir", after, why + " (the statement after them)", by)
+        for after in (False, True):
+            near = _neighbour(g, run, after)
+            if near is not None and near[1] - near[0] <= _PATH_LIMIT:
+                where = "after" if after else "before"
+                c.add("dir", near, f"{why} (the statement {where} them)", by)
+
+
+def _first_read(g: CodeGraph, reads: list[int], fn: int | None, before: int,
+                depth: int = 2, seen: frozenset = frozenset()) -> int | None:
+    """Offset of the read among ``reads`` that runs first in ``fn`` up to ``before``: in its
+    own code, or in a function an earlier call of it runs (``depth`` calls deep), in the
+    order the code runs; None if none does."""
+    lo = g.functions[fn].span[0] if fn is not None else g.region[0]
+    events = [(a, None) for a in reads if lo <= a < before and _fn_at(g, a) == fn]
+    if depth > 0:
+        events += [(call.span[0], call) for call in g.calls_from(fn)
+                   if call.kind != "reference" and lo <= call.span[0] < before]
+    for at, call in sorted(events, key=lambda ev: ev[0]):
+        if call is None:
+            return at
+        for t in call.targets:
+            if t != fn and t not in seen:
+                found = _first_read(g, reads, t, g.functions[t].span[1], depth - 1,
+                                    seen | {fn})
+                if found is not None:
+                    return found
+    return None
+
+
+def _earlier_reads(c: _Case, unset: list[StateVar], offsets: list[int], names: str,
+                   by: str) -> None:
+    """The first read of the unset state on the path, before the failing one, that did not
+    fail (it passed the missing value on), and the statement just before it."""
+    g = c.g
+    for k, off in enumerate(offsets):
+        stmt = g.enclosing_statement(off)
+        if stmt is None:
+            continue
+        names_set = {v.name for v in unset}
+        reads = [a for v in g.state_vars if v.name in names_set for a, _ in v.reads]
+        at = _first_read(g, reads, _fn_at(g, off), stmt[0])
+        if at is None:
+            continue
+        first = g.enclosing_statement(at)
+        if first is None or first[1] - first[0] > _PATH_LIMIT:
+            continue
+        c.add("dir", first, f"reads {names} before it is set, on the path to the failing "
+              f"read (frame {k})", by)
+        prev = _neighbour(g, first, False)
+        if prev is not None and prev[1] - prev[0] <= _PATH_LIMIT:
+            c.add("dir", prev, f"runs just before the first read of {names} (frame {k}), "
+                  "where it should have been set", by)
+        return
 
 
 def _unset_state(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
@@ -146,12 +187,16 @@ def _unset_state(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
     if not unset:
         return
     names = ", ".join(v.name for v in unset)
-    stack = {_fn_at(g, off) for off in offsets}
-    _sibling_runs(c, unset, stack, names, by)
+    frames: dict[int | None, int] = {}
+    for off in offsets:  # each function on the stack, with where it was when the read failed
+        frames.setdefault(_fn_at(g, off), off)
+    _sibling_runs(c, unset, frames, names, by)
+    _earlier_reads(c, unset, offsets, names, by)
     for k, off in enumerate(offsets):
         inner = g.enclosing_statement(off)
         prev = None if inner is None else _neighbour(g, inner, False)
-        if prev is not None and prev[1] - prev[0] <= _PATH_LIMIT:
+        if prev is not None and prev[1] - prev[0] <= _PATH_LIMIT and not _DECLARATION.match(
+                g.text, prev[0]):  # a declaration there runs nothing
             c.add("dir", prev, f"runs just before the read of {names} (frame {k}) and does not "
                   "set it, which no code does", by)
         fn = _fn_at(g, off)

@@ -64,13 +64,17 @@ def test_read_of_state_no_code_assigns_blames_where_the_assignment_belongs():
         span("line(pointA.x, pointB.x, pointC.x);", UNSET))  # the top frame
     whys = {e["why"] for e in loc.evidence if e["set"] == "dir"}
     assert "sets the state set with pointC, which no code sets" in whys
-    # `canvas` is declared with `ready`, set off the stack in update, and read in setup just
-    # after init(); setup is context.
+    # `canvas` is declared with `ready`, set off the stack in update (the missing assignment
+    # may come just before it or just after: the statement before is blamed too), and read
+    # in setup just after init(); setup is context.
     at = span("canvas.parent", UNSET)[0]
     loc = localize(g, error("uncaught TypeError: Cannot read properties of undefined "
                             "(reading 'parent')", [{"in_app": True, "offset": at}]))
-    assert loc.s_dir == (span("ready = true;", UNSET), span("init();", UNSET),
-                         span("canvas.parent('c');", UNSET))
+    assert loc.s_dir == (span("pointB = {x: 2};", UNSET), span("ready = true;", UNSET),
+                         span("init();", UNSET), span("canvas.parent('c');", UNSET))
+    assert {"span": list(span("pointB = {x: 2};", UNSET)), "set": "dir", "by": "stack",
+            "why": "sets the state set with canvas, which no code sets (the statement before "
+                   "them)"} in loc.evidence
     assert {"span": list(g.functions_named("setup")[0].span), "set": "ctx",
             "why": "function of the top frame", "by": "stack"} in loc.evidence
     # `shape` is only ever `{}` and nothing sets shape.bottom: among the other properties.
