@@ -29,6 +29,11 @@ With the default ``WeightConfig`` a single diagnostic cannot give more than 3x (
 and several no more than 4x (``cap``): w-oracle shows the bound for the same diagnostics.
 Several seeds (``--seeds 0 1``) also print the ALL rows per seed, so that a seed whose mutants
 were never looked at while writing the rules serves as a held-out set.
+
+Measured (2 cores, ``--seeds 0 1 2``; the rules were written looking at seeds 0 and 1, seed 2
+held out): 98 caught mutants; grounded 90% / 97% / 2.97x overall, seeds 0 and 1 95% / 100% /
+3.08x, held-out seed 2 81% / 92% / 2.78x (text-only 62% / 81% / 2.47x, naive 27% / 27% /
+1.41x on seed 2). Median 12.6 ms per record, 19.0 ms at 15-25 KB.
 """
 
 from __future__ import annotations

@@ -19,8 +19,11 @@ Run:
   python benchmarks/throughput.py [--every 2 | --every 0 --tasks 3]
       [--configs 1x4,1x8,1x16,2x8,1x8r1]
 
-Prints one table row per configuration. Target (issue 2): >= 5x the baseline's
-probes/s on 2 cores, with unchanged verdicts.
+Prints one table row per configuration and the verdicts that differ from the baseline's.
+Target (issue 2): >= 5x the baseline's probes/s on 2 cores, with unchanged verdicts.
+Measured on 2 cores, default sample: baseline 2,246 s (0.153 probes/s); 1x8 406 s (5.5x,
+1 of 344 verdicts differing); 2x8 6.9x (6 differing); 1x16 7.8x (10 differing: 16 pages
+starve on 2 cores). ``--every 5``: 1x8 5.6x and 1x16 7.5x, no verdict differing.
 """
 
 from __future__ import annotations
@@ -109,7 +112,7 @@ def main() -> None:
     tasks, rows = sample(args.every or None, args.tasks)
     n_probes = sum(1 for r in rows for rub in tasks[r["task_id"]].rubrics if rub.probe)
     print(f"{len(rows)} apps ({len(set(r['task_id'] for r in rows))} tasks), {n_probes} probes; "
-          f"apps loading {library_mix(rows)}")
+          f"apps loading {library_mix(rows)}", flush=True)
 
     with CpuSampler() as cpu:
         base = asyncio.run(_baseline(tasks, rows))
@@ -117,7 +120,7 @@ def main() -> None:
     ref = verdicts(base)
     results = [["baseline (1 probe, new browser per app)", base_s, len(rows) / base_s,
                 n_probes / base_s, 1.0, 0, len(ref), cpu.total, cpu.summary()]]
-    print(f"baseline: {base_s:.0f} s, {cpu.total:.0f} CPU-s ({cpu.summary()})")
+    print(f"baseline: {base_s:.0f} s, {cpu.total:.0f} CPU-s ({cpu.summary()})", flush=True)
     for spec in args.configs.split(","):
         shape, _, reuse = spec.partition("r")
         workers, pages = (int(x) for x in shape.split("x"))
@@ -131,7 +134,10 @@ def main() -> None:
                         len(rows) / secs, n_probes / secs, base_s / secs, diff, len(ref),
                         cpu.total, cpu.summary()])
         print(f"{spec}: {secs:.0f} s, {diff} verdicts differ, {cpu.total:.0f} CPU-s "
-              f"({cpu.summary()})")
+              f"({cpu.summary()})", flush=True)
+        for i, rid in (k for k in ref if got.get(k) != ref[k]):
+            print(f"  {rows[i]['task_id']} {rows[i].get('model', '')} {rid}: baseline "
+                  f"{ref[i, rid]}, here {got.get((i, rid), 'not run')}", flush=True)
     print()
     print(table(["configuration", "seconds", "apps/s", "probes/s", "speedup",
                  "verdicts differing", "verdicts compared", "CPU-s", "CPU-s by process"],

@@ -51,7 +51,8 @@ class Run:
         n = int(np.prod(list(cfg.mesh.values())))
         self.mesh = sharding.make_mesh(cfg.mesh) if n > 1 else None
         self.fleet = FLEETS[cfg.evaluator.backend](self.data.tasks, cfg.evaluator, self.data.tokenizer,
-                                                   cfg.rl.localization, cfg.rl.reward)
+                                                   cfg.rl.localization if cfg.rl.method == "rcca"
+                                                   else None, cfg.rl.reward)
         self.ckpt = Checkpoints(self.workdir / "checkpoints", cfg.checkpoint)
         self.log = MetricsLog(self.workdir / "tb")
         self.progress = progress

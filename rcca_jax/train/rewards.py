@@ -88,10 +88,11 @@ class Fleet:
     """Scores rollouts, streamed: `submit` a group as soon as it is sampled, `collect` it later.
 
     Backends differ only in how rows reach the browsers (`_submit`, `_collect`,
-    `_depth`); decoding, rewards and localization are shared.
+    `_depth`); decoding, rewards and localization are shared. ``method`` None skips
+    localization (every weight 1, nothing diagnosed).
     """
 
-    def __init__(self, tasks: dict, cfg: EvaluatorConfig, tokenizer, method: str = "grounded",
+    def __init__(self, tasks: dict, cfg: EvaluatorConfig, tokenizer, method: str | None = "grounded",
                  reward: str = "gated"):
         self.tasks, self.cfg, self.tokenizer, self.method = tasks, cfg, tokenizer, method
         self.reward_of = REWARDS[reward]
@@ -135,7 +136,9 @@ class Fleet:
             w, d = np.ones(len(ids), np.float32), np.zeros(len(ids), bool)
             if rec.get("status") == "ok" and rec.get("reward") is not None:
                 rewards[i], valid[i] = self.reward_of(rec), True
-                if pending.aligned[i]:
+                if self.method is None:
+                    pass  # flat weights (plain GRPO): localization would be thrown away
+                elif pending.aligned[i]:
                     try:
                         loc = localize_record(rec, self.method, self.tokenizer, ids,
                                               task=self.tasks[rec["task_id"]])
@@ -162,7 +165,7 @@ class LocalFleet(Fleet):
     pays a browser start.
     """
 
-    def __init__(self, tasks: dict, cfg: EvaluatorConfig, tokenizer, method: str = "grounded",
+    def __init__(self, tasks: dict, cfg: EvaluatorConfig, tokenizer, method: str | None = "grounded",
                  reward: str = "gated"):
         super().__init__(tasks, cfg, tokenizer, method, reward)
         self.pool = EvaluatorPool(tasks, self.eval_cfg, workers=cfg.workers,
@@ -204,7 +207,7 @@ class RayFleet(Fleet):
     last part stopped); at most `cfg.max_pending` rows are in flight.
     """
 
-    def __init__(self, tasks: dict, cfg: EvaluatorConfig, tokenizer, method: str = "grounded",
+    def __init__(self, tasks: dict, cfg: EvaluatorConfig, tokenizer, method: str | None = "grounded",
                  reward: str = "gated"):
         import ray
 

@@ -41,9 +41,13 @@ def test_fleet_scores_and_weighs(setup, backend):
         collected = {i: fleet.collect(parts[i]) for i in (2, 0, 1)}
         scored = Scored.concat([collected[i] for i in range(3)])
         again = fleet.score(ids[:1], broken[:1])  # the same workers answer a later step
+        fleet.method = None  # plain GRPO: scored, not localized
+        flat = fleet.score(ids[:1], broken[:1])
     finally:
         fleet.close()
     assert again.valid.all() and again.rewards[0] == scored.rewards[4]
+    assert flat.rewards[0] == again.rewards[0] and again.diagnosed[0].any()
+    assert (flat.weights_base[0] == 1).all() and not flat.diagnosed[0].any()
     assert scored.valid.all()
     assert list(scored.rewards[:4]) == [1.0] * 4
     assert all(r < 1.0 for r in scored.rewards[4:])
