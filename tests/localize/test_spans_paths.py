@@ -7,30 +7,15 @@ from __future__ import annotations
 
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import localize, similar_names
+from tests.localize.diags import probe_failure, span
 
 NULL_READ = "uncaught TypeError: Cannot read properties of undefined (reading '{}')"
-
-
-def span(sub: str, text: str, nth: int = 0) -> tuple[int, int]:
-    start = -1
-    for _ in range(nth + 1):
-        start = text.index(sub, start + 1)
-    return start, start + len(sub)
 
 
 def error(message: str, text: str, *frames: str) -> dict:
     return {"kind": "page_error", "stage": "runtime", "severity": "severe", "rubric_id": None,
             "message": message,
             "frames": [{"in_app": True, "offset": span(f, text)[0]} for f in frames]}
-
-
-def probe_failure(check: dict, action: dict | None, **kw) -> dict:
-    after = None if action is None else {"step_index": 0, "step": action,
-                                         "locator": action.get("locator")}
-    return {"kind": "probe_failure", "stage": "rubric", "severity": "moderate",
-            "rubric_id": "r", "message": kw.pop("message", "expect failed"), "step_index": 1,
-            "step": check, "locator": check.get("locator"), "expected": check.get("value"),
-            "actual": "x", "after_action": after, **kw}
 
 
 def ran(g, *names: str) -> dict:

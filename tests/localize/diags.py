@@ -1,0 +1,21 @@
+"""Diagnostic records and span lookups shared by the localization rule tests."""
+
+from __future__ import annotations
+
+
+def span(sub: str, text: str, nth: int = 0) -> tuple[int, int]:
+    """[start, end) of the ``nth`` occurrence of ``sub`` in ``text``."""
+    start = -1
+    for _ in range(nth + 1):
+        start = text.index(sub, start + 1)
+    return start, start + len(sub)
+
+
+def probe_failure(check: dict, action: dict | None, **kw) -> dict:
+    """A failed ``check`` step, after ``action`` when given, as the evaluator records it."""
+    after = None if action is None else {"step_index": 0, "step": action,
+                                         "locator": action.get("locator")}
+    return {"kind": "probe_failure", "stage": "rubric", "severity": "moderate",
+            "rubric_id": "r", "message": kw.pop("message", "expect failed"), "step_index": 1,
+            "step": check, "locator": check.get("locator"), "expected": check.get("value"),
+            "actual": "x", "after_action": after, **kw}
