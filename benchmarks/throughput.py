@@ -23,7 +23,8 @@ Prints one table row per configuration and the verdicts that differ from the bas
 Target (issue 2): >= 5x the baseline's probes/s on 2 cores, with unchanged verdicts.
 Measured on 2 cores, default sample: baseline 2,246 s (0.153 probes/s); 1x8 406 s (5.5x,
 1 of 344 verdicts differing); 2x8 6.9x (6 differing); 1x16 7.8x (10 differing: 16 pages
-starve on 2 cores). ``--every 5``: 1x8 5.6x and 1x16 7.5x, no verdict differing.
+starve on 2 cores); a rerun gave 5.6x at 1x8 with the same one verdict differing (a heavy 3D
+app's probe timing out while its sibling probes share the cores). ``--every 5``: 1x8 5.6x and 1x16 7.5x, no verdict differing.
 """
 
 from __future__ import annotations
