@@ -4,8 +4,9 @@ Generated apps are untrusted code. The app's own document is answered over CDP (
 interception of documents only): the app's URL gets the app, every other navigation (the
 page leaving, a frame loading elsewhere) a 204 that cancels it. Subresources go to the
 network stack, where exactly the CDN host names reach the offline mirror on a loopback
-port (``cdn_server``) and everything else reaches nothing: a proxy that does not exist
-(IP literals included) and a host resolver that resolves nothing. Requests that fail are
+port (``app_server.AppServer``, which also serves the app document) and everything else
+reaches nothing: a proxy that does not exist (IP literals included) and a host resolver
+that resolves nothing. Requests that fail are
 recorded. The mirror is not served through interception because interception turns the
 HTTP cache off and moves every library through the driver as base64 (a page using Plotly
 cost 585 ms of CPU that way, 150 ms from the cache).
