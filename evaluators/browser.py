@@ -78,6 +78,8 @@ class PageWatch:
       hung: the page stopped answering, did not load or ran out of time: its
         slot is closed, not reset.
       step, interaction: the running step and last interaction step.
+      shared: another page of the same browser was open at some moment while
+        this one was (it shared the CPU).
     """
 
     errors: list = dataclasses.field(default_factory=list)
@@ -89,6 +91,7 @@ class PageWatch:
     hung: bool = False
     step: int | None = None
     interaction: int | None = None
+    shared: bool = False
 
     def on_error(self, error) -> None:
         self.errors.append({
@@ -184,6 +187,9 @@ class BrowserWorker:
         self._recycle_after, self._max_stuck = recycle_after, max_stuck
         self._cpu = CpuMeter()
         self._open = 0
+        self._open_watches: list[PageWatch] = []
+        self._solo = 0  # pages waiting to run, or running, alone
+        self._solo_lock = asyncio.Lock()
         self._server: AppServer | None = None
         self._hits: dict[str, object] = {}  # CDN URL -> MirrorHit or None, for fallbacks
         self.restarts = 0
@@ -205,9 +211,25 @@ class BrowserWorker:
 
     async def _admit(self) -> None:
         """Waits until the CPUs have room for another page (see BrowserConfig.admit_cpu_busy)."""
-        while self._open >= self.cfg.min_pages and self._cpu.busy() > self.cfg.admit_cpu_busy:
+        while self._solo or (self._open >= self.cfg.min_pages
+                             and self._cpu.busy() > self.cfg.admit_cpu_busy):
             await asyncio.sleep(0.1)
         self._open += 1
+
+    async def _admit_alone(self) -> None:
+        """Waits until no other page of this browser is open; none opens until this one ends."""
+        while self._open:
+            await asyncio.sleep(0.05)
+        self._open += 1
+
+    def _opened(self, watch: PageWatch) -> None:
+        self._open_watches.append(watch)
+        if len(self._open_watches) > 1:
+            for w in self._open_watches:
+                w.shared = True
+
+    def _closed(self, watch: PageWatch) -> None:
+        self._open_watches = [w for w in self._open_watches if w is not watch]
 
     async def _acquire(self) -> _Generation:
         async with self._lock:
@@ -283,15 +305,29 @@ class BrowserWorker:
                                "resource_type": request.resource_type, "error": error})
 
     @contextlib.asynccontextmanager
-    async def page(self, html: str) -> AsyncIterator[tuple[Page, PageWatch, BrowserContext]]:
+    async def page(self, html: str, alone: bool = False
+                   ) -> AsyncIterator[tuple[Page, PageWatch, BrowserContext]]:
         """A page in a clean context (new or reset) that will load `html` from APP_URL.
 
-        The caller navigates (so it controls the timing). Raises
+        The caller navigates (so it controls the timing). With `alone`, the page
+        opens once every other page of this browser has closed, and no other
+        opens until it closes (a probe rerun without CPU contention). Raises
         EvaluatorFault when the browser itself fails.
         """
-        async with self._sem:
-            await self._admit()
+        async with contextlib.AsyncExitStack() as stack:
+            # A page alone takes no page slot of the semaphore: pages holding one may be
+            # waiting for it to end (`_admit`), and it is the only page open anyway.
+            if alone:
+                await stack.enter_async_context(self._solo_lock)
+                self._solo += 1
+                stack.callback(self._solo_done)
+                await self._admit_alone()
+            else:
+                await stack.enter_async_context(self._sem)
+                await self._admit()
+            stack.callback(self._page_done)
             gen = await self._acquire()
+            stack.callback(self._release, gen)
             self.pages_served += 1
             slot = None
             try:
@@ -299,12 +335,18 @@ class BrowserWorker:
                 slot.html, slot.watch = html, PageWatch()
                 slot.document_url = self._server.set_document(slot.token, html)
                 slot.uses += 1
+                self._opened(slot.watch)
                 yield slot.page, slot.watch, slot.context
             finally:
                 if slot is not None:
+                    self._closed(slot.watch)
                     await self._put_back(slot, gen)
-                self._open -= 1
-                self._release(gen)
+
+    def _solo_done(self) -> None:
+        self._solo -= 1
+
+    def _page_done(self) -> None:
+        self._open -= 1
 
     async def _new_slot(self, gen: _Generation) -> _Slot:
         try:

@@ -112,6 +112,13 @@ class BrowserConfig:
       cdn_root: directory of the npm CDN mirror; None means the default.
       coverage: collect precise JS coverage of failing probes (for
         execution-grounded localization).
+      rerun_contended_timeouts: a probe that ran out of time while other
+        pages of its browser were open is run once more with no other page
+        open, and that verdict stands. A heavy app (a WebGL scene, a large
+        plot) whose probes run side by side can starve them all past the time
+        limit on a small machine; without the rerun its verdicts would depend
+        on how many pages the evaluator runs at once. Costs at most one more
+        probe time limit per such probe.
     """
 
     executable_path: str = CHROMIUM
@@ -130,6 +137,7 @@ class BrowserConfig:
     reset_timeout_ms: int = 5_000
     cdn_root: str | None = None
     coverage: bool = False
+    rerun_contended_timeouts: bool = True
 
     def __post_init__(self):
         for name in ("page_reuse", "reset_timeout_ms", "pages_per_worker"):

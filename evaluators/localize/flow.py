@@ -201,6 +201,17 @@ class Flow:
         out.append((at, e))
         return [(a, b) for a, b in out if b > a]
 
+    def uses_of(self, variable: int) -> list[int]:
+        """Statements that read ``variable``, in source order."""
+        if not hasattr(self, "_used_by"):
+            self._used_by: dict[int, list[int]] = {}
+            for k, st in enumerate(self.statements):
+                if k in self._alias or k in self._declarations:
+                    continue
+                for v in st.uses:
+                    self._used_by.setdefault(v, []).append(k)
+        return self._used_by.get(variable, [])
+
     def callers(self, function: int) -> list[int]:
         """Statements that call ``function``, in source order."""
         return sorted(self._callers.get(function, ()))

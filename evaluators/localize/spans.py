@@ -13,13 +13,15 @@ Three methods, selected by name in ``METHODS``:
 - ``grounded`` (default): ``text`` plus execution facts: exception stack frames are exact
   positions, and precise coverage confirms or narrows the blamed handlers and writers, and
   selects the statements whose values reach the checked element (a backward slice over the
-  functions that ran) in place of whole long functions.
+  functions that ran) in place of whole long functions; when a probe compared readings with
+  no element writes to start from (canvas snapshots), the statements the acted-on input's
+  value reaches (a forward slice).
 - ``naive``: the baseline: whole functions around the code that queries the failing element.
 
 The strategies live in sibling modules: ``spans_common`` (result type, span algebra, the
 case being localized, locators, failing probe steps), ``spans_probe`` (probe failures and
 their execution grounding), ``spans_flow`` (the slice that narrows grounded blame, over
-``flow``), ``spans_errors`` (exceptions, syntax errors, runtime failures, judge evidence) and
+``flow``), ``spans_forward`` (where the acted-on input's value goes), ``spans_errors`` (exceptions, syntax errors, runtime failures, judge evidence) and
 ``spans_unset`` (null reads of state no code sets). This module is the public entry point:
 it dispatches by method and kind and re-exports the public names.
 """

@@ -17,11 +17,12 @@ from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Element, EventBinding, Span
 from evaluators.localize.spans_common import (
     _ACTION_EVENTS, _CHECK_WRITES, _TEXT, _bindings_for, _Case, _describe, _failure, _Failure,
-    _fn_at, _norm, _other_writes, _write_keys, _writes, ran_functions,
+    _fn_at, _norm, _other_writes, _write_keys, _writes, name_words, ran_functions,
     similar_names,
 )
 from evaluators.localize.spans_errors import _loops
 from evaluators.localize.spans_flow import narrow_to_slice
+from evaluators.localize.spans_forward import follow_actor_value
 from evaluators.localize.spans_smells import blame_definite_bugs
 
 _STYLE_CHECKS = frozenset(("class", "css", "attribute", "visible", "hidden"))
@@ -272,6 +273,17 @@ def _dangling_queries(c: _Case, f: _Failure) -> None:
 
 
 _ROLE_WORDS = re.compile(r"(?:el|elem|element|node|ref)$")
+_KEY = re.compile(r"(?<![\w$])([\w$]+)\s*:\s*$")  # `trim: ` before a lookup in an object
+# Words that say what kind of element an id or variable names, not which one.
+_KIND_WORDS = frozenset(("slider", "range", "btn", "button", "input", "select", "checkbox",
+                         "radio", "toggle", "label", "field", "control", "ctrl", "value", "val",
+                         "display", "el", "elem", "element", "node", "ref"))
+
+
+def _topic(name: str) -> tuple[str, ...]:
+    """The words of a name less its kind words (``trim`` for ``slider-trim``, ``trimSlider``
+    and ``controls.trim``)."""
+    return tuple(w for w in name_words(name) if w not in _KIND_WORDS)
 
 
 def _misdirected_queries(c: _Case, f: _Failure) -> None:
@@ -293,13 +305,20 @@ def _misdirected_queries(c: _Case, f: _Failure) -> None:
         if named is None:  # a variable named like an element the probe used
             named = next((g.element_by_id(n).index for n in wanted
                           if g.element_by_id(n) is not None and similar_names(var, n)), None)
+        if named is None and _topic(var):  # or after what such an element controls
+            named = next((g.element_by_id(n).index for n in wanted
+                          if g.element_by_id(n) is not None and _topic(n) == _topic(var)), None)
         if named is None or named in q.elements:
             continue
         pattern = re.compile(r"(?<![\w$.])" + re.escape(var) + r"(?![\w$])")
         used = any(pattern.search(g.text, s, e) for s, e in direct)
         if used or g.elements[named].id in wanted:
-            c.statement("dir", q.span, f"{q.variable} is named after #{g.elements[named].id} "
-                        f"but looks up {q.argument!r}", q.function)
+            why = f"{q.variable} is named after #{g.elements[named].id} but looks up {q.argument!r}"
+            key = _KEY.search(g.text, max(0, q.span[0] - 80), q.span[0])
+            if key and key.group(1) == var:  # a property of an object of lookups: just it
+                c.add("dir", (key.start(), q.span[1]), why, fn=q.function)
+            else:
+                c.statement("dir", q.span, why, q.function)
 
 
 _FORM_EVENTS = frozenset(("input", "change", "changed"))
@@ -474,6 +493,7 @@ def _ground(c: _Case) -> set[int] | None:
                         c.function("dir", t, f"ran before the failure, called by "
                                    f"{g.functions[fi].qualname or 'a blamed function'}",
                                    "coverage")
+        follow_actor_value(c, f, ran)  # and where the value of the input acted on went
     direct = [i for i in c.items if i.set == "dir" and i.fn is not None]
     if any(i.fn in ran for i in direct):
         for i in direct:

@@ -5,6 +5,8 @@ script-made element is built in, and long functions as context: exact spans on s
 
 from __future__ import annotations
 
+import re
+
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import localize, similar_names
 from tests.localize.diags import probe_failure, span
@@ -142,6 +144,40 @@ def test_lookup_stored_under_the_acted_on_elements_name_in_another_word_order():
     assert {"span": list(query), "set": "dir", "by": "graph",
             "why": "trimSlider is named after #slider-trim but looks up 'label-trim'"} \
         in loc.evidence
+
+
+CONTROL_MAP = """<input id="slider-trim" type="range"><input id="slider-width" type="range">
+<input id="radio-y-2" type="radio"><span id="label-trim-value">0.8</span>
+<script>
+const controls = {
+  width: document.getElementById('slider-width'),
+  trim: document.getElementById('radio-y-2'),
+  trimLabel: document.getElementById('label-trim-value')
+};
+controls.trim.addEventListener('input', function () {
+  controls.trimLabel.textContent = this.value;
+});
+</script>"""
+
+
+def test_lookup_stored_under_what_the_acted_on_element_controls():
+    # `trim` names what #slider-trim controls (its id less the kind word `slider`), and the
+    # lookup stored there returns the radio button.
+    text = CONTROL_MAP
+    loc = localize(build_graph(text),
+                   probe_failure({"expect": "text", "locator": "#label-trim-value",
+                                  "value": "0.7"},
+                                 {"do": "fill", "locator": "#slider-trim", "value": "0.7"}),
+                   "text")
+    query = span("trim: document.getElementById('radio-y-2')", text)
+    assert query in loc.s_dir
+    # Both #slider-trim and #label-trim-value control `trim`; either names the variable.
+    (why,) = [e["why"] for e in loc.evidence if tuple(e["span"]) == query]
+    assert re.fullmatch(r"controls\.trim is named after #(slider-trim|label-trim-value) but "
+                        r"looks up 'radio-y-2'", why), why
+    # `width` names #slider-width, which the probe does not use, and finds it: not blamed.
+    width = span("document.getElementById('slider-width')", text)
+    assert not any(s <= width[0] < e for s, e in loc.s_dir)
 
 
 NO_HANDLER = """<button id="b">B</button><select id="mode"><option>a</option></select>

@@ -1,0 +1,112 @@
+"""Forward data flow from the acted-on element's value (``evaluators.localize.spans``).
+
+When a probe acts on an input Y (a slider, a select, a checkbox) and what it checks
+afterwards did not change as expected, the fault lies on the path from Y's new value to
+what is shown. The backward slice of X's writes (``spans_flow``) follows that path from its
+end; a canvas or WebGL scene has no writes of X to start from, so this module follows it
+from its start: the statements, in functions that ran, that read Y's ``value`` (``checked``,
+``selectedIndex``...) and, up to a few steps on, the statements that use the variables those
+define. Only plain definitions are followed (``const a = f(y)``, ``a = ...``): a property
+write (``obj.p = y``) would lead to every use of ``obj``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from evaluators.localize.graph import CodeGraph
+from evaluators.localize.spans_common import _bindings_for, _Case, _describe, _Failure
+
+_VALUE = re.compile(r"\s*(?:\?\.|\.)\s*(?:value|valueAsNumber|checked|selectedIndex|files)\b"
+                    r"(?!\s*=[^=])")
+_SELF = re.compile(r"(?<![\w$.])(?:this|[\w$]+\s*\.\s*(?:target|currentTarget))")
+_PLAIN = re.compile(r"\s*\)*\s*=(?!=)")
+_HOPS = 3  # definitions followed from a value read
+_LIMIT = 24  # most statements blamed
+_BIG = 600  # characters over which a statement reached is context, not direct
+_WHOLE = 400  # characters up to which a function the value reaches stays blamed whole
+
+
+def _value_sites(g: CodeGraph, f: _Failure) -> list[int]:
+    """Offsets just after the expressions that hold Y, where Y's value is read."""
+    actors = set(f.actors)
+    sites = []
+    for q in g.dom_queries:
+        if not q.exact or not q.elements or not set(q.elements) <= actors:
+            continue
+        sites.append(q.span[1])
+        if not q.variable:
+            continue
+        local = q.function is not None and "." not in q.variable
+        lo, hi = g.functions[q.function].span if local else g.region
+        pattern = re.compile(r"(?<![\w$.])" + re.escape(q.variable) + r"(?=\s*\??\.)")
+        sites += [m.end() for m in pattern.finditer(g.text, lo, hi)]
+    for b in _bindings_for(g, f.actors, f.action):
+        if b.handler is not None and actors.intersection(b.elements):
+            lo, hi = g.functions[b.handler].span
+            sites += [m.end() for m in _SELF.finditer(g.text, lo, hi)]
+    return [at for at in sites if _VALUE.match(g.text, at)]
+
+
+def _plain_defs(g: CodeGraph, k: int, refs: dict[int, list]) -> set[int]:
+    """Variables statement ``k`` declares or assigns as a whole (not through a property)."""
+    st = g.flow.statements[k]
+    s, e = st.span
+    out = set()
+    for v in st.defs:
+        decl = g.variables[v].decl
+        if decl is not None and s <= decl[0] < e and g.variables[v].kind != "function":
+            out.add(v)
+        elif any(r.write and s <= r.span[0] < e and _PLAIN.match(g.text, r.span[1])
+                 and g.text[r.span[0]:r.span[1]] == g.variables[v].name  # not `v.p = `
+                 for r in refs.get(v, ())):
+            out.add(v)
+    return out
+
+
+def follow_actor_value(c: _Case, f: _Failure, ran: set[int]) -> bool:
+    """For a failure that compared readings (a canvas snapshot, an evaluated value) after an
+    action, blames the statements that read Y's value and those its value reaches, in
+    functions that ran (or top-level code); True when some read was found."""
+    if not f.action or not f.actors or not f.checks or \
+            not all(check.startswith("read:") for check, _ in f.checks):
+        return False  # a DOM check has X's writes to start from, or their absence to blame
+    g = c.g
+    flow = g.flow
+    allowed = lambda fn: fn is None or fn in ran  # noqa: E731
+    actor = _describe(g, f.actors, f.actor_label)
+    reached: dict[int, str] = {}
+    for at in _value_sites(g, f):
+        k = flow.statement_at(at)
+        if k is not None and allowed(flow.statements[k].function):
+            reached.setdefault(k, f"reads the value of {actor}, the element acted on")
+    if not reached:
+        return False
+    refs: dict[int, list] = {}
+    for r in g.var_refs:
+        refs.setdefault(r.variable, []).append(r)
+    frontier = list(reached)
+    for _ in range(_HOPS):
+        nxt = []
+        for k in frontier:
+            for v in sorted(_plain_defs(g, k, refs)):
+                for j in flow.uses_of(v):
+                    if j not in reached and len(reached) < _LIMIT and \
+                            allowed(flow.statements[j].function):
+                        reached[j] = (f"uses {g.variables[v].name}, computed from the value "
+                                      f"of {actor}")
+                        nxt.append(j)
+        frontier = nxt
+    touched = set()
+    for k, why in reached.items():
+        spans = flow.blame(k)
+        big = sum(e - s for s, e in spans) > _BIG
+        for span in spans:
+            c.add("ctx" if big else "dir", span, why, "flow", flow.statements[k].function)
+        touched.add(flow.statements[k].function)
+    # As for the backward slice: a long function blamed whole whose statements the value
+    # reaches is replaced by them.
+    c.items = [i for i in c.items if not (
+        i.fn is not None and i.fn in touched and i.span == g.functions[i.fn].span
+        and i.span[1] - i.span[0] > _WHOLE)]
+    return True

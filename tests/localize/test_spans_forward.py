@@ -1,0 +1,84 @@
+"""Forward flow from the acted-on input's value when the check compares readings (a canvas
+snapshot): exact spans on small apps."""
+
+from __future__ import annotations
+
+from evaluators.localize.graph import build_graph
+from evaluators.localize.spans import localize
+from tests.localize.diags import probe_failure, span
+
+PROBE = {"steps": [{"save": "before", "from": "#c", "read": "screenshot"},
+                   {"do": "fill", "locator": "#rx", "value": "30"},
+                   {"save": "after", "from": "#c", "read": "screenshot"},
+                   {"assert": "not_equal", "left": {"var": "after"}, "right": {"var": "before"}}]}
+
+# The sliders are bound in a loop over an object of elements: no binding names #rx, so the
+# handler that ran is not found by the element; the faulty statement is `* (Math.PI * 180)`.
+SCENE = """<input id="rx" type="range"><input id="rz" type="range"><canvas id="c"></canvas>
+<script>
+const controls = {
+  rx: document.getElementById('rx'),
+  rz: document.getElementById('rz')
+};
+const group = { rotation: { x: 0, z: 0 } };
+function redraw() {
+  const ctx = document.getElementById('c').getContext('2d');
+  ctx.clearRect(0, 0, 300, 150);
+  ctx.fillStyle = '#336';
+  ctx.fillRect(10, 10, 40, 40);
+  ctx.fillRect(60, 10, 40, 40);
+  ctx.fillRect(110, 10, 40, 40);
+  ctx.fillRect(160, 10, 40, 40);
+  ctx.strokeRect(5, 5, 290, 140);
+  const xDeg = parseFloat(controls.rx.value);
+  const zDeg = parseFloat(controls.rz.value);
+  group.rotation.x = xDeg * (Math.PI * 180);
+  group.rotation.z = zDeg * (Math.PI / 180);
+  ctx.rotate(group.rotation.x + group.rotation.z);
+  ctx.fillRect(0, 0, 10, 10);
+}
+Object.values(controls).forEach(el => el.addEventListener('input', redraw));
+</script>"""
+
+
+def ran(g, *names: str) -> dict:
+    fns = [f for n in names for f in g.functions_named(n)]
+    return {"functions": [{"name": f.name, "start": f.span[0], "end": f.span[1], "count": 1}
+                          for f in fns]}
+
+
+def _diag(g) -> dict:
+    return {**probe_failure(PROBE["steps"][3], PROBE["steps"][1], coverage=ran(g, "redraw"),
+                            message="assert not_equal failed"), "step_index": 3}
+
+
+def test_the_value_of_the_input_acted_on_is_followed_to_the_statements_using_it():
+    text = SCENE
+    g = build_graph(text)
+    loc = localize(g, _diag(g), "grounded", PROBE)
+    read = span("const xDeg = parseFloat(controls.rx.value);", text)
+    use = span("group.rotation.x = xDeg * (Math.PI * 180);", text)
+    assert read in loc.s_dir and use in loc.s_dir
+    whys = {tuple(e["span"]): e["why"] for e in loc.evidence if e["by"] == "flow"}
+    assert whys[read] == "reads the value of #rx, the element acted on"
+    assert whys[use] == "uses xDeg, computed from the value of #rx"
+    # The other slider's value and the drawing code it does not reach are not direct blame,
+    # and redraw (long) is no longer blamed whole.
+    for other in ("const zDeg = parseFloat(controls.rz.value);",
+                  "group.rotation.z = zDeg * (Math.PI / 180);", "ctx.fillRect(10, 10, 40, 40);"):
+        assert not any(s <= span(other, text)[0] < e for s, e in loc.s_dir), other
+    assert g.functions_named("redraw")[0].span not in loc.s_dir
+
+
+def test_no_forward_flow_without_coverage_or_for_a_dom_check():
+    text = SCENE
+    g = build_graph(text)
+    use = span("group.rotation.x = xDeg * (Math.PI * 180);", text)
+    # The text method has no coverage: it does not know what ran.
+    assert not any(e["by"] == "flow" for e in localize(g, _diag(g), "text", PROBE).evidence)
+    # A DOM check of an element: its writes (or their absence) are what to blame.
+    dom = probe_failure({"expect": "text", "locator": "#c", "value": "x"}, PROBE["steps"][1],
+                        coverage=ran(g, "redraw"))
+    loc = localize(g, dom, "grounded")
+    assert not any(e["by"] == "flow" for e in loc.evidence)
+    assert not any(tuple(e["span"]) == use for e in loc.evidence)

@@ -1,0 +1,158 @@
+"""Probes that time out beside other pages run once more alone; pages alone are alone."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from evaluators.browser import BrowserWorker
+from evaluators.config import EvalConfig
+from evaluators.pool import make_mirror, score_rows_async
+from evaluators.tasks import load_responses, load_tasks, parse_task
+
+pytestmark = pytest.mark.browser
+EXAMPLES = Path(__file__).resolve().parents[1] / "evaluators" / "examples"
+TASKS = load_tasks(EXAMPLES / "tasks.jsonl")
+GOOD = {r["model"]: r for r in load_responses(EXAMPLES / "responses.jsonl", TASKS)}["correct"]
+CFG = EvalConfig()
+CFG = dataclasses.replace(CFG, browser=dataclasses.replace(
+    CFG.browser, load_timeout_ms=5000, probe_time_limit_ms=1500, hang_timeout_ms=8000,
+    pages_per_worker=4))
+# Waits past the 1.5 s time limit, however fast the machine: it times out every time.
+SLOW = {"steps": [{"wait_ms": 2500}, {"expect": "text", "locator": "#count", "value": "0"}]}
+FAST = {"steps": [{"expect": "text", "locator": "#count", "value": "0"}]}
+
+
+def _task(*probes: dict) -> dict:
+    rubrics = [{"id": f"r{i}", "text": "x", "kind": "initial", "importance": "behavior",
+                "probe": p} for i, p in enumerate(probes)]
+    return {"t": parse_task({"id": "t", "prompt": "counter", "rubrics": rubrics})}
+
+
+def _score(tasks: dict, cfg: EvalConfig = CFG) -> tuple[dict, int]:
+    """(record, pages served) for the correct counter app under `tasks`' task."""
+    async def run():
+        worker = await BrowserWorker(cfg.browser, make_mirror(cfg)).start()
+        try:
+            (rec,) = await score_rows_async([{"task_id": "t", "response": GOOD["response"]}],
+                                            tasks, cfg, worker=worker)
+            return rec, worker.pages_served
+        finally:
+            await worker.close()
+    return asyncio.run(run())
+
+
+def test_timeouts_beside_other_pages_run_again_alone():
+    rec, pages = _score(_task(SLOW, FAST, SLOW))
+    # Three probes, then the first that timed out once more, alone; it times out alone too,
+    # so the app is slow by itself and the other timeout stands without a rerun.
+    assert pages == 4
+    slow0, fast, slow2 = rec["rubrics"]
+    assert fast["verdict"] == "pass" and "rerun" not in fast
+    assert slow0["verdict"] == slow2["verdict"] == "fail"
+    # The rerun decides no gate, so its limit is the plain probe limit; the first run's page
+    # decided gate E, and its limit had the settling time on top.
+    assert slow0["message"] == "the probe timed out after 1500 ms"
+    assert slow0["rerun"] == {
+        "reason": "timed out while other pages shared the CPU; run again alone",
+        "first_message": "the probe timed out after 1800 ms",
+        "first_duration_ms": slow0["rerun"]["first_duration_ms"]}
+    assert slow0["rerun"]["first_duration_ms"] >= 1500
+    assert "rerun" not in slow2 and slow2["message"] == "the probe timed out after 1500 ms"
+    assert rec["status"] == "ok" and rec["gate"] is None
+    schema = json.loads((EXAMPLES.parent / "schema" / "result.schema.json").read_text())
+    problems = [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(rec)]
+    assert problems == []
+    bad = json.loads(json.dumps(rec))
+    bad["rubrics"][0]["rerun"]["why"] = "an undocumented field"
+    assert not jsonschema.Draft202012Validator(schema).is_valid(bad)
+
+
+def test_waiting_for_a_missing_element_until_the_limit_is_a_missing_element():
+    # With no action timeout a click waits for its element until the probe's time limit;
+    # when none matches, the element is missing, whatever the CPU did: no rerun.
+    missing = {"steps": [{"do": "click", "locator": "#nope"}]}
+    rec, pages = _score(_task(missing, FAST, missing))
+    assert pages == 3
+    first, fast, last = rec["rubrics"]
+    assert fast["verdict"] == "pass"
+    for v, limit in ((first, 1800), (last, 1500)):
+        assert v["verdict"] == "fail" and v["severity"] == "severe" and "rerun" not in v
+        assert v["message"] == (f"no element matches #nope: the probe timed out after {limit} "
+                                "ms waiting for it"), v
+        assert v["failed_step"] == 0
+
+
+def test_a_timeout_alone_is_not_run_again():
+    rec, pages = _score(_task(SLOW))
+    assert pages == 1
+    (v,) = rec["rubrics"]
+    assert v["verdict"] == "fail" and "rerun" not in v
+    assert v["message"] == "the probe timed out after 1800 ms"  # limit + gate's settling
+
+
+def test_no_rerun_when_switched_off():
+    cfg = dataclasses.replace(CFG, browser=dataclasses.replace(
+        CFG.browser, rerun_contended_timeouts=False))
+    rec, pages = _score(_task(SLOW, FAST, SLOW), cfg)
+    assert pages == 3
+    assert all("rerun" not in v for v in rec["rubrics"])
+
+
+def test_a_page_alone_waits_for_the_open_pages_and_holds_back_new_ones():
+    events: list[str] = []
+
+    async def hold(worker, name, alone, started, release):
+        async with worker.page("<p>x</p>", alone=alone) as (_, watch, _ctx):
+            events.append(f"{name} open")
+            started.set()
+            await release.wait()
+            events.append(f"{name} close shared={watch.shared}")
+
+    async def run():
+        worker = await BrowserWorker(CFG.browser, make_mirror(CFG)).start()
+        try:
+            ev = {k: (asyncio.Event(), asyncio.Event()) for k in ("a", "solo", "b")}
+            ta = asyncio.ensure_future(hold(worker, "a", False, *ev["a"]))
+            await ev["a"][0].wait()
+            ts = asyncio.ensure_future(hold(worker, "solo", True, *ev["solo"]))
+            await asyncio.sleep(0.3)
+            assert not ev["solo"][0].is_set(), "a page alone opened beside an open page"
+            # Opened after the page alone asked: it waits until that one is done.
+            tb = asyncio.ensure_future(hold(worker, "b", False, *ev["b"]))
+            await asyncio.sleep(0.3)
+            ev["a"][1].set()
+            await ev["solo"][0].wait()
+            await asyncio.sleep(0.3)
+            assert not ev["b"][0].is_set(), "a page opened beside a page alone"
+            ev["solo"][1].set()
+            await ev["b"][0].wait()
+            ev["b"][1].set()
+            await asyncio.gather(ta, ts, tb)
+        finally:
+            await worker.close()
+
+    asyncio.run(run())
+    assert events == ["a open", "a close shared=False", "solo open", "solo close shared=False",
+                      "b open", "b close shared=False"]
+
+
+def test_pages_open_together_are_marked_shared():
+    async def run():
+        worker = await BrowserWorker(CFG.browser, make_mirror(CFG)).start()
+        try:
+            async with worker.page("<p>1</p>") as (_, w1, _c1):
+                assert not w1.shared
+                async with worker.page("<p>2</p>") as (_, w2, _c2):
+                    assert w1.shared and w2.shared
+            async with worker.page("<p>3</p>") as (_, w3, _c3):
+                pass
+            return w3.shared
+        finally:
+            await worker.close()
+    assert asyncio.run(run()) is False
