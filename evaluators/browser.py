@@ -229,6 +229,7 @@ class BrowserWorker:
                 w.shared = True
 
     def _closed(self, watch: PageWatch) -> None:
+        # By identity: PageWatch is a dataclass, and two pages' watches can be equal.
         self._open_watches = [w for w in self._open_watches if w is not watch]
 
     async def _acquire(self) -> _Generation:

@@ -277,11 +277,22 @@ class ProbeRunner:
 
     # --- failure classification ---------------------------------------------
 
-    async def _classify(self, step: dict, message: str) -> StepFailure:
-        """Turns a Playwright failure into a StepFailure with severity and actual value."""
+    @staticmethod
+    def step_locator(step: dict) -> Any:
+        """The locator spec a step waits for, or None."""
         spec = step.get("locator", step.get("from"))
         if spec is None and isinstance(step.get("at"), dict):
             spec = step["at"].get("box")
+        return spec
+
+    def missing(self, spec: Any, message: str, step: dict) -> StepFailure:
+        """The failure of a step whose element no element matches."""
+        return StepFailure(f"no element matches {describe_locator(spec)}: {message}", "severe",
+                           expected=step.get("value"), actual=None)
+
+    async def _classify(self, step: dict, message: str) -> StepFailure:
+        """Turns a Playwright failure into a StepFailure with severity and actual value."""
+        spec = self.step_locator(step)
         if spec is None:
             return StepFailure(message, "moderate")
         loc = self.locator(spec)
@@ -290,8 +301,7 @@ class ProbeRunner:
         except (asyncio.TimeoutError, PlaywrightError):
             return StepFailure(f"{message} (the page stopped answering)", "severe")
         if count == 0:
-            return StepFailure(f"no element matches {describe_locator(spec)}: {message}", "severe",
-                               expected=step.get("value"), actual=None)
+            return self.missing(spec, message, step)
         kind = step.get("expect")
         severity = "minor" if kind in ("class", "css", "attribute") else "moderate"
         actual = None

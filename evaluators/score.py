@@ -283,17 +283,14 @@ async def _timeout_failure(runner: ProbeRunner, limit_ms: float) -> StepFailure:
     message = f"the probe timed out after {limit_ms} ms"
     i = runner.watch.step
     step = runner.steps[i] if runner.loaded and i is not None else {}
-    spec = step.get("locator", step.get("from"))
-    if spec is None and isinstance(step.get("at"), dict):
-        spec = step["at"].get("box")
+    spec = runner.step_locator(step)
     if spec is not None:
         try:
             count = await asyncio.wait_for(runner.locator(spec).count(), 2.0)
         except Exception:  # noqa: BLE001 - a page that cannot answer: not known missing
             count = None
         if count == 0:
-            return StepFailure(f"no element matches {describe_locator(spec)}: {message} "
-                               "waiting for it", "severe", expected=step.get("value"))
+            return runner.missing(spec, f"{message} waiting for it", step)
     return _ProbeTimeout(message, "severe")
 
 

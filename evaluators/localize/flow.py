@@ -212,6 +212,14 @@ class Flow:
                     self._used_by.setdefault(v, []).append(k)
         return self._used_by.get(variable, [])
 
+    def refs_of(self, variable: int) -> list:
+        """The graph's references (``VarRef``) to ``variable``."""
+        if not hasattr(self, "_refs"):
+            self._refs: dict[int, list] = {}
+            for r in self.g.var_refs:
+                self._refs.setdefault(r.variable, []).append(r)
+        return self._refs.get(variable, [])
+
     def callers(self, function: int) -> list[int]:
         """Statements that call ``function``, in source order."""
         return sorted(self._callers.get(function, ()))

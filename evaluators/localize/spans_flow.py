@@ -165,10 +165,16 @@ def narrow_to_slice(c: _Case, f: _Failure, ran: set[int]) -> bool:
             else:
                 c.add("ctx" if big else "dir", span, why, "flow")
         touched.add(flow.statements[k].function)
-    # A short function stays whole (a missing statement hides in it too); a long one is
-    # replaced by its statements in the slice, in either set.
+    replace_long_functions(c, touched)
+    return True
+
+
+def replace_long_functions(c: _Case, touched: set) -> None:
+    """Drops whole-function blame of the long functions in ``touched``, whose statements a
+    slice blamed instead. A short function stays whole (a missing statement hides in it
+    too); a long one is replaced by its statements in the slice, in either set."""
+    g = c.g
     c.items = [i for i in c.items if not (
         i.fn is not None and i.fn in touched and i.span == g.functions[i.fn].span
         and i.span[1] - i.span[0] > _WHOLE)]
-    return True
 

@@ -16,6 +16,7 @@ import re
 
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.spans_common import _bindings_for, _Case, _describe, _Failure
+from evaluators.localize.spans_flow import _BIG, replace_long_functions
 
 _VALUE = re.compile(r"\s*(?:\?\.|\.)\s*(?:value|valueAsNumber|checked|selectedIndex|files)\b"
                     r"(?!\s*=[^=])")
@@ -23,8 +24,6 @@ _SELF = re.compile(r"(?<![\w$.])(?:this|[\w$]+\s*\.\s*(?:target|currentTarget))"
 _PLAIN = re.compile(r"\s*\)*\s*=(?!=)")
 _HOPS = 3  # definitions followed from a value read
 _LIMIT = 24  # most statements blamed
-_BIG = 600  # characters over which a statement reached is context, not direct
-_WHOLE = 400  # characters up to which a function the value reaches stays blamed whole
 
 
 def _value_sites(g: CodeGraph, f: _Failure) -> list[int]:
@@ -48,7 +47,7 @@ def _value_sites(g: CodeGraph, f: _Failure) -> list[int]:
     return [at for at in sites if _VALUE.match(g.text, at)]
 
 
-def _plain_defs(g: CodeGraph, k: int, refs: dict[int, list]) -> set[int]:
+def _plain_defs(g: CodeGraph, k: int) -> set[int]:
     """Variables statement ``k`` declares or assigns as a whole (not through a property)."""
     st = g.flow.statements[k]
     s, e = st.span
@@ -59,7 +58,7 @@ def _plain_defs(g: CodeGraph, k: int, refs: dict[int, list]) -> set[int]:
             out.add(v)
         elif any(r.write and s <= r.span[0] < e and _PLAIN.match(g.text, r.span[1])
                  and g.text[r.span[0]:r.span[1]] == g.variables[v].name  # not `v.p = `
-                 for r in refs.get(v, ())):
+                 for r in g.flow.refs_of(v)):
             out.add(v)
     return out
 
@@ -82,14 +81,11 @@ def follow_actor_value(c: _Case, f: _Failure, ran: set[int]) -> bool:
             reached.setdefault(k, f"reads the value of {actor}, the element acted on")
     if not reached:
         return False
-    refs: dict[int, list] = {}
-    for r in g.var_refs:
-        refs.setdefault(r.variable, []).append(r)
     frontier = list(reached)
     for _ in range(_HOPS):
         nxt = []
         for k in frontier:
-            for v in sorted(_plain_defs(g, k, refs)):
+            for v in sorted(_plain_defs(g, k)):
                 for j in flow.uses_of(v):
                     if j not in reached and len(reached) < _LIMIT and \
                             allowed(flow.statements[j].function):
@@ -104,9 +100,5 @@ def follow_actor_value(c: _Case, f: _Failure, ran: set[int]) -> bool:
         for span in spans:
             c.add("ctx" if big else "dir", span, why, "flow", flow.statements[k].function)
         touched.add(flow.statements[k].function)
-    # As for the backward slice: a long function blamed whole whose statements the value
-    # reaches is replaced by them.
-    c.items = [i for i in c.items if not (
-        i.fn is not None and i.fn in touched and i.span == g.functions[i.fn].span
-        and i.span[1] - i.span[0] > _WHOLE)]
+    replace_long_functions(c, touched)
     return True
