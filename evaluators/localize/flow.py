@@ -212,6 +212,10 @@ class Flow:
                     self._used_by.setdefault(v, []).append(k)
         return self._used_by.get(variable, [])
 
+    def definitions_of(self, variable: int) -> list[int]:
+        """Statements that set (or declare with a value) ``variable``, in source order."""
+        return sorted(self._defined_by.get(variable, ()))
+
     def refs_of(self, variable: int) -> list:
         """The graph's references (``VarRef``) to ``variable``."""
         if not hasattr(self, "_refs"):

@@ -3,6 +3,8 @@
 ``build_graph`` parses the HTML, every inline JavaScript (``<script>``, ``on*`` attributes) and
 CSS (``<style>``) at its own offsets, and links them: elements, functions, event bindings, DOM
 queries, element writes, state variables, call edges and the elements CSS rules can match.
+A handler's writes through ``this`` (not in an arrow function) or its event's
+``currentTarget``/``target`` resolve to the elements it is bound to.
 Spans are ``str`` indices into the text given (tree-sitter's UTF-8 byte offsets are converted),
 so a graph built on a whole response (with ``region`` set to its HTML) speaks the response's
 offsets directly. Everything is best effort and static: elements created by JavaScript are not
@@ -240,15 +242,40 @@ def build_graph(text: str, region: Span | None = None) -> "CodeGraph":
         for e, raw in zip(elements, b.raw_elements)]
     statements = sorted(set(b.collector.statements))
     variables, var_refs = js_records.variables(r)
+    functions, bindings = r.functions(), js_records.event_bindings(r, b.inline)
     return CodeGraph(
         text=text, region=(start, end), elements=elements, scripts=b.scripts,
         styles=[StyleBlock(i, b.span_of(c)) for i, c in b.styles],
-        functions=r.functions(), calls=r.calls(),
-        event_bindings=js_records.event_bindings(r, b.inline),
-        dom_queries=js_records.dom_queries(r), element_writes=js_records.element_writes(r),
+        functions=functions, calls=r.calls(), event_bindings=bindings,
+        dom_queries=js_records.dom_queries(r),
+        element_writes=_own_element_writes(functions, bindings, js_records.element_writes(r)),
         state_vars=js_records.state_vars(r), css_rules=sorted(rules, key=lambda x: x.span),
         statements=statements, variables=variables, var_refs=var_refs, matcher=matcher,
     )
+
+
+def _own_element_writes(functions, bindings, writes):
+    """Writes through ``this`` (a non-arrow handler) or the handler event's ``currentTarget``
+    / ``target``, resolved to the elements the handler is bound to."""
+    bound: dict[int, set[int]] = {}
+    for bnd in bindings:
+        if bnd.handler is not None and bnd.elements and not bnd.global_target:
+            bound.setdefault(bnd.handler, set()).update(bnd.elements)
+    out = []
+    for w in writes:
+        fn = functions[w.function] if w.function is not None else None
+        if not w.elements and fn is not None and fn.index in bound and _names_own_element(
+                w.target_text, fn):
+            w = dataclasses.replace(w, elements=tuple(sorted(bound[fn.index])))
+        out.append(w)
+    return out
+
+
+def _names_own_element(target: str, fn) -> bool:
+    if target == "this":
+        return fn.kind != "arrow"
+    event, _, prop = target.partition(".")
+    return bool(fn.params) and event == fn.params[0] and prop in ("currentTarget", "target")
 
 
 class _Nesting:

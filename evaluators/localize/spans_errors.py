@@ -2,8 +2,10 @@
 
 Part of ``evaluators.localize.spans``. Holds the rules for ``page_error`` diagnostics (the
 statements of an exception's in-app stack frames, or the line its report quotes; queries for
-elements that do not exist behind a null read; state no code sets (``spans_unset``); the
-elements handed to a library that failed on them; declarations named like a missing name;
+elements that do not exist behind a null read; the code filling an array whose item was read
+undefined, and the loops deciding which items; state no code sets (``spans_unset``); the
+elements and the local values handed to a library that failed on them; declarations named
+like a missing name;
 for an exception without a stack, the ``throw`` of the reported value), for
 ``syntax_error`` and ``runtime_failure`` (hangs: loops that cannot end) diagnostics, and
 ``spans_from_text_evidence``, the spans a free-text verdict (a judge's evidence) points at.
@@ -31,6 +33,8 @@ _P5_HOOKS = frozenset((
 _NAME_IN_MESSAGE = re.compile(r"([A-Za-z_$][\w$.]*) is not (?:defined|a function|a constructor)")
 _INFINITE_LOOP = re.compile(r"(?:while\s*\(\s*(?:true|1)\s*\)|for\s*\(\s*;\s*;\s*\))")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]{2,}")
+_FILLS = 6  # most statements blamed for filling an array read as undefined
+_FILL_LIMIT = 600  # longest of them (characters)
 
 
 # -- exceptions, syntax errors, runtime failures -----------------------------------------------
@@ -74,6 +78,50 @@ def _null_sources(c: _Case, stmt: Span, by: str) -> None:
             for w in v.writes:
                 c.statement("ctx", w, f"writes {v.name}, read by the failing statement", None,
                             by)
+
+
+def _loop_heads(g: CodeGraph, offset: int, scope: Span) -> list[Span]:
+    """Heads of the loops around ``offset`` inside ``scope``, innermost first."""
+    flow = g.flow
+    k = flow.statement_at(offset)
+    out = []
+    while k is not None:
+        k = flow.statements[k].parent
+        if k is None or not scope[0] <= flow.statements[k].span[0]:
+            break
+        st = flow.statements[k]
+        if re.match(r"(?:for|while|do)\b", g.text[st.span[0]:st.span[0] + 6]):
+            out.append(st.head)
+    return out
+
+
+def _undefined_items(c: _Case, stmt: Span, by: str) -> None:
+    """``Cannot read properties of undefined (reading 'k')`` at ``a[i].k``: an item of the
+    array ``a`` that was never filled (a loop filling it, or reading it, with the wrong
+    bounds): the statements that fill ``a`` in its scope and the loops around them, and the
+    loop around the failing read, are blamed."""
+    m = re.search(r"of undefined \(reading '([^']*)'\)", str(c.d.get("message", "")))
+    if not m:
+        return
+    g = c.g
+    read = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*\[[^\[\]]+\]\s*\??\.\s*"
+                      + re.escape(m.group(1)) + r"(?![\w$])")
+    for base in dict.fromkeys(r.group(1) for r in read.finditer(g.text, stmt[0], stmt[1])):
+        fn = g.enclosing_function(stmt[0])
+        scope = fn.span if fn is not None else g.region
+        fills = re.compile(r"(?<![\w$.])" + re.escape(base) + r"\s*(?:\[[^\]]*\]\s*=(?!=)|"
+                           r"\.\s*(?:push|unshift|splice)\s*\()")
+        found = [w.start() for w in fills.finditer(g.text, scope[0], scope[1])][:_FILLS]
+        why = f"fills {base}, whose item the failing statement reads as undefined"
+        for at in found:
+            fill = g.enclosing_statement(at)
+            if fill is not None and fill[1] - fill[0] <= _FILL_LIMIT:
+                c.add("dir", fill, why, by)
+            for head in _loop_heads(g, at, scope):
+                c.add("dir", head, f"loop that decides which items of {base} are filled", by)
+        if found:
+            for head in _loop_heads(g, stmt[0], scope)[:1]:
+                c.add("dir", head, f"loop that decides which items of {base} are read", by)
 
 
 def reachable_functions(g: CodeGraph) -> set[int]:
@@ -161,13 +209,17 @@ def _named_in_message(c: _Case, by: str) -> None:
 
 
 def _library_arguments(c: _Case, stmt: Span, by: str) -> None:
-    """A TypeError raised inside a library: the elements the app's statement handed it.
+    """An exception raised inside a library: what the app's statement handed it.
 
     When the top frames are the library's, the first in-app frame is the call into it; an
-    element looked up for that call that is the wrong one (or none) makes the library fail.
+    element looked up for that call that is the wrong one (or none) makes the library fail
+    with a TypeError; a bad value it computed just before (an index, a colour) with any error.
     """
     frames = c.d.get("frames") or ()
-    if not frames or frames[0].get("in_app") or "TypeError" not in str(c.d.get("message")):
+    if not frames or frames[0].get("in_app"):
+        return
+    _local_arguments(c, stmt, by)
+    if "TypeError" not in str(c.d.get("message")):
         return
     code = c.g.text[stmt[0]:stmt[1]]
     for q in c.g.dom_queries:
@@ -175,6 +227,30 @@ def _library_arguments(c: _Case, stmt: Span, by: str) -> None:
                                     code):
             c.statement("dir", q.span, f"looks up the element {q.variable} that the failing "
                         f"library call receives ({q.argument!r})", q.function, by)
+
+
+def _local_arguments(c: _Case, stmt: Span, by: str) -> None:
+    """The nearest definitions, in the same function, of the local variables a statement
+    hands a library that failed on them (``const i = (j - 2) % 3`` for ``fill(colors[i])``)."""
+    g = c.g
+    flow = g.flow
+    k = flow.statement_at(stmt[0])
+    if k is None:
+        return
+    here = flow.statements[k]
+    for v in sorted(here.uses):
+        var = g.variables[v]
+        if var.is_global or var.kind not in ("let", "const", "var"):
+            continue
+        before = [j for j in flow.definitions_of(v) if flow.statements[j].function ==
+                  here.function and flow.statements[j].span[1] <= here.span[0]]
+        if before and _size(flow.statements[before[-1]].head) <= _FILL_LIMIT:
+            c.add("dir", flow.statements[before[-1]].head, f"computes {var.name}, which the "
+                  "failing library call receives", by)
+
+
+def _size(span: Span) -> int:
+    return span[1] - span[0]
 
 
 def _thrown_values(c: _Case) -> None:
@@ -242,6 +318,7 @@ def _page_error_stack(c: _Case) -> None:
         c.add("ctx", _statement_head(g, off) or _line_at(g.text, off),
               f"call on the stack (frame {k})", "stack")
     _null_sources(c, head, "stack")
+    _undefined_items(c, head, "stack")
     _unreached_writers(c, head, [f["offset"] for f in frames], "stack")
     _unset_state(c, head, [f["offset"] for f in frames], "stack")
     _library_arguments(c, head, "stack")

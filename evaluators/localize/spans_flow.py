@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.spans_common import (
-    _CHECK_WRITES, _bindings_for, _Case, _Failure, _write_key, _write_keys, _writes,
+    _CHECK_WRITES, _bindings_for, _Case, _Failure, _norm, _write_key, _write_keys, _writes,
 )
 
 _LOAD_EVENTS = frozenset(("load", "domcontentloaded", "readystatechange"))
@@ -67,8 +67,9 @@ def _call_path(g: CodeGraph, functions: set[int], ran: set[int], depth: int = 3)
 def _seed_writes(g: CodeGraph, f: _Failure) -> list[tuple]:
     """``(write, what it writes, whether only its target matters)`` for the check: X's
     writes of what the check reads; for X made by script, what fills the containers its
-    locator names; when no code writes X that way, the writes of that kind to other elements,
-    of which only the element written matters (one of them may miss X, not compute badly)."""
+    locator names; else the writes through a variable named like X (or its container);
+    when no code writes X that way, the writes of that kind to other elements, of which only
+    the element written matters (one of them may miss X, not compute badly)."""
     keys = _write_keys(f)
     writes = _writes(g, f.targets, keys)
     if writes:
@@ -76,12 +77,29 @@ def _seed_writes(g: CodeGraph, f: _Failure) -> list[tuple]:
     if not f.targets:
         holders = [e.index for e in g.elements
                    if e.id in f.outer_names or set(e.classes) & set(f.outer_names)]
+        keys = _CHECK_WRITES["count"]
         return [(w, "a container of the checked element", False)
-                for w in _writes(g, holders, _CHECK_WRITES["count"])]
+                for w in _writes(g, holders, keys)] or _named_writes(g, holders, keys)
+    named = _named_writes(g, f.targets, keys)
+    if named:
+        return named
     if keys is None or f.missing:
         return []
     return [(w, "another element than the checked one", True) for w in g.element_writes
             if _write_key(w) in keys]
+
+
+def _named_writes(g: CodeGraph, elements, keys) -> list[tuple]:
+    """``_seed_writes`` entries for the writes through a variable named exactly like one of
+    ``elements``' ids (``ciphertextAlphabet.innerHTML`` for ``#ciphertext-alphabet``) that
+    resolve elsewhere or nowhere: the writes the code meant for them when none resolves to
+    them."""
+    ids = {_norm(g.elements[x].id) for x in elements if g.elements[x].id}
+    # Resolved to another element, the write went astray: only its target matters.
+    return [(w, "an element the variable written is named after", bool(w.elements))
+            for w in g.element_writes if not set(w.elements) & set(elements)
+            and (keys is None or _write_key(w) in keys)
+            and _norm(w.target_text.split(".")[-1]) in ids]
 
 
 def _target_variables(g: CodeGraph, w) -> set[int]:

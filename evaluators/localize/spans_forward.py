@@ -8,6 +8,11 @@ from its start: the statements, in functions that ran, that read Y's ``value`` (
 ``selectedIndex``...) and, up to a few steps on, the statements that use the variables those
 define. Only plain definitions are followed (``const a = f(y)``, ``a = ...``): a property
 write (``obj.p = y``) would lead to every use of ``obj``.
+
+A variable defined from Y's value that nothing uses means its use is missing (a removed
+``group.rotation.x = rx``): it belongs where the values read beside it (``rz`` of the
+next control, read in the same run of statements) are used, so the first use of those
+siblings, and the statement just before it, are blamed.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from __future__ import annotations
 import re
 
 from evaluators.localize.graph import CodeGraph
-from evaluators.localize.spans_common import _bindings_for, _Case, _describe, _Failure
+from evaluators.localize.spans_common import (
+    _bindings_for, _Case, _describe, _Failure, name_words, neighbour_statement,
+)
 from evaluators.localize.spans_flow import _BIG, replace_long_functions
 
 _VALUE = re.compile(r"\s*(?:\?\.|\.)\s*(?:value|valueAsNumber|checked|selectedIndex|files)\b"
@@ -24,6 +31,8 @@ _SELF = re.compile(r"(?<![\w$.])(?:this|[\w$]+\s*\.\s*(?:target|currentTarget))"
 _PLAIN = re.compile(r"\s*\)*\s*=(?!=)")
 _HOPS = 3  # definitions followed from a value read
 _LIMIT = 24  # most statements blamed
+_SIBLINGS = 4  # statements looked at on each side of a dead value's definition
+_NEAR_LIMIT = 600  # longest statement blamed as where a missing use belongs (characters)
 
 
 def _value_sites(g: CodeGraph, f: _Failure) -> list[int]:
@@ -81,6 +90,8 @@ def follow_actor_value(c: _Case, f: _Failure, ran: set[int]) -> bool:
             reached.setdefault(k, f"reads the value of {actor}, the element acted on")
     if not reached:
         return False
+    for k in list(reached):
+        _dead_value(c, k, actor, allowed)
     frontier = list(reached)
     for _ in range(_HOPS):
         nxt = []
@@ -102,3 +113,50 @@ def follow_actor_value(c: _Case, f: _Failure, ran: set[int]) -> bool:
         touched.add(flow.statements[k].function)
     replace_long_functions(c, touched)
     return True
+
+
+def _value_definitions(g: CodeGraph, k: int, after: bool) -> list[tuple[int, int]]:
+    """(statement, variable) of the plain definitions from an input's value in the run of
+    statements next to statement ``k``, nearest first."""
+    flow, out = g.flow, []
+    at = flow.statements[k].span
+    for _ in range(_SIBLINGS):
+        at = neighbour_statement(g, at, after)
+        j = None if at is None else flow.statement_at(at[0], flow.statements[k].function)
+        if j is None or flow.statements[j].span != at or not _VALUE.search(
+                g.text, at[0], at[1]):
+            break
+        out += [(j, v) for v in sorted(_plain_defs(g, j))]
+    return out
+
+
+def _dead_value(c: _Case, k: int, actor: str, allowed) -> None:
+    """A variable statement ``k`` defines from Y's value that nothing uses: the first uses of
+    the values defined beside it (those named most like it), and the statement just before
+    each, are where its use is missing."""
+    g = c.g
+    flow = g.flow
+    for v in sorted(_plain_defs(g, k)):
+        if flow.uses_of(v):
+            continue
+        name = g.variables[v].name
+        words = set(name_words(name))
+        siblings = [(j, u) for after in (False, True) for j, u in _value_definitions(g, k, after)
+                    if flow.uses_of(u)]
+        if not siblings:
+            continue
+        best = max(len(words & set(name_words(g.variables[u].name))) for _, u in siblings)
+        chosen = [u for _, u in siblings
+                  if len(words & set(name_words(g.variables[u].name))) == best]
+        for u in chosen[:1] if best else chosen[:2]:
+            j = next((j for j in flow.uses_of(u) if allowed(flow.statements[j].function)), None)
+            if j is None:
+                continue
+            why = (f"uses {g.variables[u].name}, read beside {name} (from the value of "
+                   f"{actor}), which nothing uses: its use is missing here")
+            for span in flow.blame(j):
+                c.add("dir", span, why, "flow", flow.statements[j].function)
+            prev = neighbour_statement(g, flow.statements[j].span, False)
+            if prev is not None and prev[1] - prev[0] <= _NEAR_LIMIT:
+                c.add("dir", prev, why + " (the statement before that use)", "flow",
+                      flow.statements[j].function)

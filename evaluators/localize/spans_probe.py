@@ -3,8 +3,9 @@
 Holds the rules that blame code for a failed probe step: the ``text`` rules (writers of the
 checked element, handlers of the acted-on one or of an ancestor it bubbles to, style rules
 and the declarations that hide an ancestor, missing, dangling and misdirected element
-lookups, unbound handlers and the registrations that update the checked element from another
-element, and the context of what was blamed), the ``naive`` baseline (whole functions
+lookups, unbound handlers, the registrations that update the checked element from another
+element and those whose handlers do to their own element what the unbound one should get,
+and the context of what was blamed), the ``naive`` baseline (whole functions
 querying the failing element), and the execution grounding of the ``grounded`` method with
 precise coverage (narrowed by ``spans_flow``).
 """
@@ -17,7 +18,7 @@ from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Element, EventBinding, Span
 from evaluators.localize.spans_common import (
     _ACTION_EVENTS, _CHECK_WRITES, _TEXT, _bindings_for, _Case, _describe, _failure, _Failure,
-    _fn_at, _norm, _other_writes, _write_keys, _writes, name_words, ran_functions,
+    _fn_at, _norm, _other_writes, _write_key, _write_keys, _writes, name_words, ran_functions,
     similar_names,
 )
 from evaluators.localize.spans_errors import _loops
@@ -286,6 +287,17 @@ def _topic(name: str) -> tuple[str, ...]:
     return tuple(w for w in name_words(name) if w not in _KIND_WORDS)
 
 
+def _named_with_words_of(g: CodeGraph, var: str, looked_up: str, wanted) -> int | None:
+    """The element among ``wanted`` whose id has every word of ``var`` (``input`` for
+    ``input-t``, ``container`` for ``canvas-container``) when the id looked up shares none
+    with ``var``: a name that says which element it should hold, holding another."""
+    words = set(name_words(var))
+    if not words or any(len(w) < 3 for w in words) or words & set(name_words(looked_up)):
+        return None
+    return next((g.element_by_id(n).index for n in wanted if g.element_by_id(n) is not None
+                 and words <= set(name_words(n))), None)
+
+
 def _misdirected_queries(c: _Case, f: _Failure) -> None:
     """Lookups stored in a variable named after one element that return another
     (``const btn2D = document.getElementById('canvas-3d')``), when the variable is named like
@@ -308,17 +320,22 @@ def _misdirected_queries(c: _Case, f: _Failure) -> None:
         if named is None and _topic(var):  # or after what such an element controls
             named = next((g.element_by_id(n).index for n in wanted
                           if g.element_by_id(n) is not None and _topic(n) == _topic(var)), None)
+        if named is None:  # or with words of its id, looking up an id with none of them
+            named = _named_with_words_of(g, var, q.argument or "", wanted)
         if named is None or named in q.elements:
             continue
         pattern = re.compile(r"(?<![\w$.])" + re.escape(var) + r"(?![\w$])")
         used = any(pattern.search(g.text, s, e) for s, e in direct)
         if used or g.elements[named].id in wanted:
             why = f"{q.variable} is named after #{g.elements[named].id} but looks up {q.argument!r}"
+            # Lookups run at load, before coverage counts, and the blame rests on the name
+            # against the id, which coverage neither confirms nor refutes: not narrowed.
+            fn = None
             key = _KEY.search(g.text, max(0, q.span[0] - 80), q.span[0])
             if key and key.group(1) == var:  # a property of an object of lookups: just it
-                c.add("dir", (key.start(), q.span[1]), why, fn=q.function)
+                c.add("dir", (key.start(), q.span[1]), why, fn=fn)
             else:
-                c.statement("dir", q.span, why, q.function)
+                c.statement("dir", q.span, why, fn)
 
 
 _FORM_EVENTS = frozenset(("input", "change", "changed"))
@@ -354,6 +371,27 @@ def _unbound_actor(c: _Case, f: _Failure) -> None:
             if loop is not None:
                 c.add("dir", loop, f"loop that binds elements like {_describe(g, f.actors)}")
     _writers_bound_elsewhere(c, f, events)
+    _self_writers_bound_elsewhere(c, f, events)
+
+
+def _self_writers_bound_elsewhere(c: _Case, f: _Failure, events: frozenset[str]) -> None:
+    """Y has no handler and the probe checks Y itself (``active`` after a click): handlers
+    bound to other elements that do that to their own element (``this.classList.add``) are
+    the handler meant for Y, or its registration on the wrong element."""
+    g = c.g
+    if not set(f.targets) & set(f.actors):
+        return
+    keys = _write_keys(f)
+    for b in g.event_bindings:
+        if b.handler is None or not b.elements or set(b.elements) & set(f.actors) or \
+                not b.event or b.event.lower() not in events:
+            continue
+        if any(w.function == b.handler and w.elements and set(w.elements) <= set(b.elements)
+               and (keys is None or _write_key(w) in keys) for w in g.element_writes):
+            end = b.handler_span[0] if b.span[0] < b.handler_span[0] < b.span[1] else b.span[1]
+            c.add("dir", (b.span[0], end), f"binds on {_describe(g, b.elements)} a handler "
+                  f"that does to its own element what {_describe(g, f.actors)}, which has no "
+                  "handler, should get")
 
 
 def _callers_of(g: CodeGraph, fns: set[int], depth: int = 3) -> set[int]:

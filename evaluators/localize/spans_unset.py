@@ -9,7 +9,8 @@ run of them with the gaps between, and the statements just before and after it),
 before the read on each stack frame (the path that reached the read without setting it),
 and just before the first read of the state that ran earlier on that path without failing
 (``scene.add(group)`` before ``group.clear()``: the value was missing already there). The
-start-up functions on the stack, where state is usually set, are context.
+start-up functions on the stack, where state is usually set, are context, and what they ran
+before their frame's statement is direct blame (the missing assignment belongs among it).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ _EMPTY = re.compile(r"[\w$]+\s*=\s*(?:\[\s*\]|\{\s*\}|new\s+(?:Map|Set|Array|Obj
 _ASSIGN = re.compile(r"\s*(?:(?:[-+*/%&|^]|\*\*|<<|>>>?|&&|\|\||\?\?)?=(?!=)|\+\+|--)")
 _PATH_LIMIT = 600  # longest statement blamed as "the code just before" a read (characters)
 _RUN_LIMIT = 1200  # longest run of sibling assignments blamed with the gaps between them
+_RUN_STATEMENTS = 12  # most start-up statements blamed before a frame
 _ENTRY = frozenset(("setup", "preload", "init", "main", "initialize"))
 _DECLARATION = re.compile(r"(?:export\s+)?(?:async\s+)?(?:function|class)\b")
 
@@ -203,3 +205,25 @@ def _unset_state(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
         if fn is not None and g.functions[fn].name in _ENTRY:
             c.function("ctx", fn, f"start-up function on the stack, where {names} is not set",
                        by)
+            _start_up_before(c, fn, off, names, by)
+
+
+def _start_up_before(c: _Case, fn: int, off: int, names: str, by: str) -> None:
+    """The statements of a start-up function (``setup``, ``init``) that ran before its
+    frame's statement, nearest first up to ``_RUN_LIMIT`` characters: state is set there,
+    and one of them, or one missing among them, should have set the unset state."""
+    g = c.g
+    body = g.functions[fn].body
+    outer = [(s, e) for s, e in g.statements if body[0] <= s <= off < e <= body[1]
+             and _fn_at(g, s) == fn]
+    if not outer:
+        return
+    at, total = max(outer, key=lambda sp: sp[1] - sp[0]), 0
+    for _ in range(_RUN_STATEMENTS):
+        at = _neighbour(g, at, False)
+        if at is None or total + at[1] - at[0] > _RUN_LIMIT:
+            return
+        total += at[1] - at[0]
+        if not _DECLARATION.match(g.text, at[0]):
+            c.add("dir", at, f"start-up code that ran before the read of {names} (in "
+                  f"{g.functions[fn].name}) and does not set it", by)

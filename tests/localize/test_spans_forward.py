@@ -82,3 +82,22 @@ def test_no_forward_flow_without_coverage_or_for_a_dom_check():
     loc = localize(g, dom, "grounded")
     assert not any(e["by"] == "flow" for e in loc.evidence)
     assert not any(tuple(e["span"]) == use for e in loc.evidence)
+
+
+def test_a_value_read_from_the_input_that_nothing_uses_blames_where_its_siblings_are_used():
+    # The rotation by #rx was removed: xDeg is read and never used. Its use belongs where
+    # zDeg, read beside it, is used.
+    text = SCENE.replace("  group.rotation.x = xDeg * (Math.PI * 180);\n", "")
+    g = build_graph(text)
+    loc = localize(g, _diag(g), "grounded", PROBE)
+    use = span("group.rotation.z = zDeg * (Math.PI / 180);", text)
+    before = span("const zDeg = parseFloat(controls.rz.value);", text)
+    assert use in loc.s_dir and before in loc.s_dir
+    assert {"span": list(use), "set": "dir", "by": "flow",
+            "why": "uses zDeg, read beside xDeg (from the value of #rx), which nothing uses: "
+                   "its use is missing here"} in loc.evidence
+    # The drawing before the reads is not blamed.
+    assert not any(s <= span("ctx.strokeRect", text)[0] < e for s, e in loc.s_dir)
+    # With xDeg used, nothing is blamed for a missing use.
+    loc = localize(build_graph(SCENE), _diag(build_graph(SCENE)), "grounded", PROBE)
+    assert not any("nothing uses" in e["why"] for e in loc.evidence)

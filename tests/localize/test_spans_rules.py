@@ -232,7 +232,7 @@ function place(p) {
 </script>"""
 
 
-def test_unset_state_read_under_a_start_up_function_makes_it_context():
+def test_unset_state_read_under_a_start_up_function_blames_what_it_ran_before():
     g = build_graph(ENTRY)
     frames = [{"in_app": True, "offset": span("p.pos.x", ENTRY)[0]},
               {"in_app": True, "offset": span("place(points[k])", ENTRY)[0]}]
@@ -241,4 +241,8 @@ def test_unset_state_read_under_a_start_up_function_makes_it_context():
     setup = g.functions_named("setup")[0].span
     assert {"span": list(setup), "set": "ctx", "by": "stack",
             "why": "start-up function on the stack, where center is not set"} in loc.evidence
-    assert loc.s_dir == (span("p.pos.x = center.x;", ENTRY),)  # nothing runs before either
+    # What setup ran before its frame's loop is where center should have been set.
+    assert loc.s_dir == (span("createCanvas(10, 10);", ENTRY), span("p.pos.x = center.x;", ENTRY))
+    assert {"span": list(span("createCanvas(10, 10);", ENTRY)), "set": "dir", "by": "stack",
+            "why": "start-up code that ran before the read of center (in setup) and does not "
+                   "set it"} in loc.evidence

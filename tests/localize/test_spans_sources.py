@@ -1,0 +1,247 @@
+"""Localization rules that trace a bad value to where it came from: a lookup whose variable
+names another element, a handler bound to the wrong element, an array item never filled, a
+value handed to a library that failed on it: exact spans on small apps."""
+
+from __future__ import annotations
+
+from evaluators.localize.graph import build_graph
+from evaluators.localize.spans import localize
+from tests.localize.diags import probe_failure, span
+
+
+def ran(g, *names: str) -> dict:
+    """Coverage in which the named functions ran."""
+    fns = [f for n in names for f in g.functions_named(n)]
+    return {"functions": [{"name": f.name, "start": f.span[0], "end": f.span[1], "count": 1}
+                          for f in fns]}
+
+
+def error(message: str, frames: list[dict]) -> dict:
+    return {"kind": "page_error", "stage": "runtime", "severity": "severe", "rubric_id": None,
+            "message": message, "frames": frames}
+
+
+# `input` should hold #input-t; it holds the slider's group. The lookup runs at load, before
+# the probe's coverage counts.
+WORDS = """<div id="slider-group"><input id="slider-t" type="range">
+<input id="input-t" type="number"></div>
+<script>
+function init() {
+  const slider = document.getElementById('slider-t');
+  const input = document.getElementById('slider-group');
+  slider.addEventListener('input', function onSlide() {
+    input.value = slider.value;
+  });
+}
+init();
+</script>"""
+
+
+def test_a_variable_named_with_the_words_of_an_id_holding_another_is_blamed_after_load():
+    text = WORDS
+    g = build_graph(text)
+    diag = probe_failure({"expect": "value", "locator": "#input-t", "value": "2"},
+                         {"do": "fill", "locator": "#slider-t", "value": "2"},
+                         coverage=ran(g, "onSlide"))
+    query = span("const input = document.getElementById('slider-group');", text)
+    for method in ("text", "grounded"):
+        loc = localize(g, diag, method)
+        assert query in loc.s_dir, method
+        assert {"span": list(query), "set": "dir", "by": "graph",
+                "why": "input is named after #input-t but looks up 'slider-group'"} \
+            in loc.evidence
+    # `slider` shares its word with the id it looks up: not misdirected (the slice blames it
+    # for what it holds).
+    assert not any(e["why"].startswith("slider is named") for e in loc.evidence)
+
+
+# #btn-3d has no handler: its registration names the plot instead, and the handler does to
+# its own element (`this`) what the probe expects on #btn-3d.
+SELF = """<button id="btn-2d" class="active">2D</button><button id="btn-3d">3D</button>
+<div id="plot"></div>
+<script>
+document.getElementById('plot').addEventListener('click', function () {
+  this.classList.add('active');
+  document.getElementById('btn-2d').classList.remove('active');
+});
+document.getElementById('btn-2d').addEventListener('click', function () {
+  this.classList.add('active');
+  document.getElementById('btn-3d').classList.remove('active');
+});
+document.getElementById('btn-2d').addEventListener('focus', function () {
+  this.classList.add('active');
+});
+</script>"""
+
+
+def test_writes_through_this_resolve_to_the_elements_the_handler_is_bound_to():
+    g = build_graph(SELF)
+    own = [w for w in g.element_writes if w.target_text == "this"]
+    assert [[g.elements[i].id for i in w.elements] for w in own] == [["plot"], ["btn-2d"],
+                                                                      ["btn-2d"]]
+
+
+def test_a_handler_doing_to_its_own_element_what_the_unbound_actor_should_get_is_blamed():
+    text = SELF
+    g = build_graph(text)
+    diag = probe_failure({"expect": "class", "locator": "#btn-3d", "value": {"regex": "active"}},
+                         {"do": "click", "locator": "#btn-3d"})
+    loc = localize(g, diag, "text")
+    plot = span("document.getElementById('plot').addEventListener('click', ", text)
+    btn2d = span("document.getElementById('btn-2d').addEventListener('click', ", text)
+    assert plot in loc.s_dir and btn2d in loc.s_dir
+    assert {"span": list(plot), "set": "dir", "by": "graph",
+            "why": "binds on #plot a handler that does to its own element what #btn-3d, which "
+                   "has no handler, should get"} in loc.evidence
+    # A focus handler is not what a click runs.
+    focus = span("document.getElementById('btn-2d').addEventListener('focus'", text)
+    assert not any(s <= focus[0] < e for s, e in loc.s_dir)
+
+
+# The loop filling `p` starts at 1 (it should start at 0): p[6] is read undefined.
+ITEMS = """<script>
+function tile(center) {
+  const p = [];
+  p[0] = makeVector(0, 0);
+  for (let i = 1; i < 6; i++) {
+    p[i + 1] = makeVector(i, 0);
+  }
+  const q = [1, 2];
+  for (let i = 0; i < 7; i++) {
+    const c = add(center, p[i].rotate(60));
+    draw(c, q[0]);
+  }
+}
+tile(makeVector(1, 1));
+</script>"""
+
+
+def test_an_array_item_read_undefined_blames_the_loops_that_fill_and_read_it():
+    text = ITEMS
+    g = build_graph(text)
+    frames = [{"in_app": True, "offset": span("p[i].rotate", text)[0]},
+              {"in_app": True, "offset": span("tile(makeVector(1, 1))", text)[0]}]
+    loc = localize(g, error("uncaught TypeError: Cannot read properties of undefined "
+                            "(reading 'rotate')", frames))
+    assert loc.s_dir == (
+        span("p[0] = makeVector(0, 0);", text),
+        span("for (let i = 1; i < 6; i++)", text),
+        span("p[i + 1] = makeVector(i, 0);", text),
+        span("for (let i = 0; i < 7; i++)", text),
+        span("const c = add(center, p[i].rotate(60));", text))
+    assert {"span": list(span("for (let i = 1; i < 6; i++)", text)), "set": "dir",
+            "by": "stack", "why": "loop that decides which items of p are filled"} \
+        in loc.evidence
+    # Another message (a null, not an item) does not trace the array.
+    loc = localize(g, error("uncaught TypeError: add is not a function", frames))
+    assert span("p[0] = makeVector(0, 0);", text) not in loc.s_dir
+
+
+# p5's fill() throws on `colors[-1]`: the index was computed wrong just before.
+LIBRARY = """<script>
+const colors = ['#f00', '#0f0', '#00f'];
+function drawAll(n) {
+  for (let j = 1; j <= n; j++) {
+    const size = 10 * j;
+    const k = (j - 2) % 3;
+    fill(colors[k]);
+    rect(0, 0, size, size);
+  }
+}
+drawAll(4);
+</script>"""
+
+
+def test_an_error_inside_a_library_blames_the_local_values_handed_to_it():
+    text = LIBRARY
+    g = build_graph(text)
+    frames = [{"in_app": False, "offset": None},
+              {"in_app": True, "offset": span("fill(colors[k])", text)[0]},
+              {"in_app": True, "offset": span("drawAll(4)", text)[0]}]
+    loc = localize(g, error("uncaught Error: undefined is not a valid color representation.",
+                            frames))
+    assert loc.s_dir == (span("const k = (j - 2) % 3;", text), span("fill(colors[k]);", text))
+    assert {"span": list(span("const k = (j - 2) % 3;", text)), "set": "dir", "by": "stack",
+            "why": "computes k, which the failing library call receives"} in loc.evidence
+    # Raised by the app itself, the statement's values are not traced.
+    frames[0] = {"in_app": True, "offset": span("fill(colors[k])", text)[0]}
+    loc = localize(g, error("uncaught Error: undefined is not a valid color", frames))
+    assert span("const k = (j - 2) % 3;", text) not in loc.s_dir
+
+
+# The row's spans are made by script into `cipherRow`, which looks up the slider instead of
+# #cipher-row: no write resolves to the row.
+NAMED = """<input id="shift" type="range"><div id="cipher-row"></div>
+<script>
+const cipherRow = document.getElementById('shift');
+function letters(k) {
+  let out = '';
+  for (let i = 0; i < 26; i++) {
+    out += '<span>' + String.fromCharCode(65 + (i + k) % 26) + '</span>';
+  }
+  return out;
+}
+function update() {
+  const k = parseInt(document.getElementById('shift').value, 10);
+  const started = Date.now();
+  let total = 0;
+  for (let j = 0; j < 10; j++) {
+    total += j * k;
+  }
+  const html = letters(k);
+  cipherRow.innerHTML = html;
+  console.log('shift', k, 'checksum', total, 'took', Date.now() - started, 'ms');
+  console.log('letters written to the cipher row, one span for each of the 26 letters');
+}
+document.getElementById('shift').addEventListener('input', update);
+update();
+</script>"""
+
+
+def test_writes_through_a_variable_named_like_the_container_seed_the_slice_by_target():
+    text = NAMED
+    g = build_graph(text)
+    diag = probe_failure({"expect": "text", "locator": "#cipher-row span >> nth=0",
+                          "value": "B"}, {"do": "fill", "locator": "#shift", "value": "1"},
+                         coverage=ran(g, "update", "letters"),
+                         message="no element matches #cipher-row span >> nth=0")
+    loc = localize(g, diag, "grounded")
+    write = span("cipherRow.innerHTML = html;", text)
+    query = span("const cipherRow = document.getElementById('shift');", text)
+    assert write in loc.s_dir and query in loc.s_dir
+    # Only where the write went matters: the letters it wrote are not direct blame.
+    for code in ("const html = letters(k);", "out += '<span>'"):
+        assert not any(s <= span(code, text)[0] < e for s, e in loc.s_dir), code
+    # update ran; it is not blamed whole, nor what it computes besides.
+    assert g.functions_named("update")[0].span not in loc.s_dir
+    assert not any(s <= span("total += j * k;", text)[0] < e for s, e in loc.s_dir)
+
+
+UNITS = """<input id="slider-units" type="range"><input id="radio-poly-7" type="radio">
+<span id="units-label">3</span>
+<script>
+const controls = {
+  units: document.getElementById('radio-poly-7'),
+  label: document.getElementById('units-label')
+};
+controls.units.addEventListener('input', function () {
+  controls.label.textContent = controls.units.value;
+});
+</script>"""
+
+
+def test_a_variable_with_every_word_of_an_id_looking_up_an_id_with_none_is_misdirected():
+    # `units` is not spelled like `slider-units` (similar_names says no) but is one of its
+    # words, and the id it looks up has none of its words.
+    text = UNITS
+    loc = localize(build_graph(text),
+                   probe_failure({"expect": "text", "locator": "#units-label", "value": "5"},
+                                 {"do": "fill", "locator": "#slider-units", "value": "5"}),
+                   "text")
+    query = span("units: document.getElementById('radio-poly-7')", text)
+    assert query in loc.s_dir
+    assert {"span": list(query), "set": "dir", "by": "graph",
+            "why": "controls.units is named after #units-label but looks up 'radio-poly-7'"} \
+        in loc.evidence
+    # `label` has its word in #units-label's id too, but looks up that very element.
+    assert not any(s <= span("label: document", text)[0] < e for s, e in loc.s_dir)
