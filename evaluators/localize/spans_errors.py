@@ -80,6 +80,32 @@ def _null_sources(c: _Case, stmt: Span, by: str) -> None:
                             by)
 
 
+def _missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> None:
+    """A null read of a parameter of the top frame's function: its caller passed no value.
+    The call on the next frame, or with no in-app frame below, the registrations of the
+    function as an event handler (the browser passes the event alone), are blamed."""
+    m = _NULL_READ.search(str(c.d.get("message", "")))
+    fn = c.g.enclosing_function(stmt[0])
+    if not m or fn is None or not fn.params:
+        return
+    prop = m.group(1) or ""
+    code = c.g.text[stmt[0]:stmt[1]]
+    read = {r.group(1) for r in re.finditer(r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*\??\.\s*"
+                                            + re.escape(prop) + r"(?![\w$])", code)}
+    missing = [p for p in fn.params if p in read or p == m.group(2)]
+    if not missing:
+        return
+    why = f"calls {fn.name or 'the function'} without a value for {missing[0]}"
+    if len(frames) > 1:
+        off = frames[1]["offset"]
+        c.add("dir", _statement_head(c.g, off) or _line_at(c.g.text, off), why, by)
+        return
+    for b in c.g.event_bindings:
+        if b.handler == fn.index:
+            c.add("dir", b.span, f"registers {fn.name or 'the function'} as a handler of "
+                  f"'{b.event}': it is called with the event alone, no {missing[0]}", by)
+
+
 def _loop_heads(g: CodeGraph, offset: int, scope: Span) -> list[Span]:
     """Heads of the loops around ``offset`` inside ``scope``, innermost first."""
     flow = g.flow
@@ -96,19 +122,21 @@ def _loop_heads(g: CodeGraph, offset: int, scope: Span) -> list[Span]:
 
 
 def _undefined_items(c: _Case, stmt: Span, by: str) -> None:
-    """``Cannot read properties of undefined (reading 'k')`` at ``a[i].k``: an item of the
-    array ``a`` that was never filled (a loop filling it, or reading it, with the wrong
-    bounds): the statements that fill ``a`` in its scope and the loops around them, and the
-    loop around the failing read, are blamed."""
+    """``Cannot read properties of undefined (reading 'k')`` at ``a[i].k`` (or ``a[i][j]``):
+    an item of the array ``a`` that was never filled, or an index past its end (a loop
+    filling it, or reading it, with the wrong bounds): the statements that fill ``a`` in its
+    scope and the loops around them, and the innermost loop around the failing read whose
+    head sets the index, are blamed."""
     m = re.search(r"of undefined \(reading '([^']*)'\)", str(c.d.get("message", "")))
     if not m:
         return
     g = c.g
-    read = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*\[[^\[\]]+\]\s*\??\.\s*"
-                      + re.escape(m.group(1)) + r"(?![\w$])")
-    for base in dict.fromkeys(r.group(1) for r in read.finditer(g.text, stmt[0], stmt[1])):
-        fn = g.enclosing_function(stmt[0])
-        scope = fn.span if fn is not None else g.region
+    after = r"\??\.?\s*\[" if not re.fullmatch(r"[A-Za-z_$][\w$]*", m.group(1)) else (
+        r"\??\.\s*" + re.escape(m.group(1)) + r"(?![\w$])")  # a number: read by subscript
+    read = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*\[([^\[\]]+)\]\s*" + after)
+    fn = g.enclosing_function(stmt[0])
+    scope = fn.span if fn is not None else g.region
+    for base, index in dict.fromkeys(r.groups() for r in read.finditer(g.text, *stmt)):
         fills = re.compile(r"(?<![\w$.])" + re.escape(base) + r"\s*(?:\[[^\]]*\]\s*=(?!=)|"
                            r"\.\s*(?:push|unshift|splice)\s*\()")
         found = [w.start() for w in fills.finditer(g.text, scope[0], scope[1])][:_FILLS]
@@ -119,9 +147,11 @@ def _undefined_items(c: _Case, stmt: Span, by: str) -> None:
                 c.add("dir", fill, why, by)
             for head in _loop_heads(g, at, scope):
                 c.add("dir", head, f"loop that decides which items of {base} are filled", by)
-        if found:
-            for head in _loop_heads(g, stmt[0], scope)[:1]:
-                c.add("dir", head, f"loop that decides which items of {base} are read", by)
+        names = set(re.findall(r"[A-Za-z_$][\w$]*", index))
+        for head in _loop_heads(g, stmt[0], scope):
+            if names & set(re.findall(r"[A-Za-z_$][\w$]*", g.text[head[0]:head[1]])):
+                c.add("dir", head, f"loop whose index reads {base}[{index.strip()}]", by)
+                break
 
 
 def reachable_functions(g: CodeGraph) -> set[int]:
@@ -319,6 +349,7 @@ def _page_error_stack(c: _Case) -> None:
               f"call on the stack (frame {k})", "stack")
     _null_sources(c, head, "stack")
     _undefined_items(c, head, "stack")
+    _missing_argument(c, head, frames, "stack")
     _unreached_writers(c, head, [f["offset"] for f in frames], "stack")
     _unset_state(c, head, [f["offset"] for f in frames], "stack")
     _library_arguments(c, head, "stack")

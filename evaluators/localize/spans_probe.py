@@ -34,6 +34,7 @@ _CHECK_ATTRS = {"class": ("class",), "value": ("value",), "checked": ("checked",
                 "visible": ("class", "style", "hidden"), "hidden": ("class", "style", "hidden"),
                 "css": ("class", "style")}
 _HANG = re.compile(r"stopped answering|renderer crashed|infinite loop")
+_ASSIGNED = re.compile(r"[^=]*?[^=!<>]=(?!=)\s*")  # up to the right-hand side of a write
 
 
 # -- probe failures ----------------------------------------------------------------------------
@@ -532,6 +533,8 @@ def _ground(c: _Case) -> set[int] | None:
                                    f"{g.functions[fi].qualname or 'a blamed function'}",
                                    "coverage")
         follow_actor_value(c, f, ran)  # and where the value of the input acted on went
+    if writes and keys is not None and not f.missing:
+        _expected_written_elsewhere(c, f, keys, ran, what)
     direct = [i for i in c.items if i.set == "dir" and i.fn is not None]
     if any(i.fn in ran for i in direct):
         for i in direct:
@@ -539,6 +542,38 @@ def _ground(c: _Case) -> set[int] | None:
                 i.set, i.by = "ctx", "coverage"
                 i.why += "; did not run before the failure"
     return ran or None
+
+
+def _expected_written_elsewhere(c: _Case, f: _Failure, keys, ran: set[int], what: str) -> None:
+    """Code that ran wrote the very value the probe expected on X (``.value = 0.5`` for an
+    expected ``0.5``) to another element: that write may have been meant for X."""
+    g = c.g
+    want = _literal(f.expected)
+    if want is None:
+        return
+    for w in g.element_writes:
+        if w.function not in ran or _write_key(w) not in keys or set(w.elements) & set(
+                f.targets):
+            continue
+        m = _ASSIGNED.match(g.text, w.span[0], w.span[1])
+        if m and _literal(g.text[m.end():w.span[1]]) == want:
+            c.statement("dir", w.span, f"ran before the failure and writes {want!r}, the value "
+                        f"expected on {what}, to {_describe(g, w.elements, 'another element')}",
+                        w.function, "coverage")
+
+
+def _literal(value) -> str | None:
+    """A number or string literal as the text it shows (``0.5`` for ``.5``, ``'0.5'``, 0.5)."""
+    text = str(value).strip().rstrip(";").strip() if isinstance(value, (str, int, float)) \
+        else None
+    if not text:
+        return None
+    m = re.fullmatch(r"(['\"`])(.*)\1", text, re.S)
+    text = m.group(2) if m else text
+    try:
+        return f"{float(text):g}"
+    except ValueError:
+        return text if m or isinstance(value, str) else None
 
 
 def _nothing_ran(c: _Case) -> None:

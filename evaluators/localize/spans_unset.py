@@ -88,6 +88,16 @@ def _siblings(g: CodeGraph, unset: list[StateVar]) -> list[StateVar]:
     properties of the same object."""
     decls = {g.enclosing_statement(v.decl[0]) for v in unset if v.decl and "." not in v.name}
     parents = {v.name.rsplit(".", 1)[0] for v in unset if "." in v.name}
+    # An object only ever empty, none of whose properties is set: the state declared just
+    # before and after it is set with it.
+    roots = [v for v in g.state_vars if v.name in parents and v.decl]
+    for v in roots if not any(w.name.split(".")[0] in parents and _assigned(g, w)
+                              for w in g.state_vars if "." in w.name) else ():
+        stmt = g.enclosing_statement(v.decl[0])
+        for after in (False, True):
+            near = None if stmt is None else _neighbour(g, stmt, after)
+            if near is not None and re.match(r"(?:let|var|const)\s", g.text[near[0]:near[1]]):
+                decls.add(near)
     names = {v.name for v in unset}
     out = []
     for v in g.state_vars:
