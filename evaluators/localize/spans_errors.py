@@ -19,9 +19,9 @@ import re
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span
 from evaluators.localize.spans_common import (
-    _SELECTOR_NAME, _Case, _fn_at, Localization, ran_functions, similar_names,
+    _SELECTOR_NAME, _Case, _fn_at, _norm, Localization, ran_functions, similar_names,
 )
-from evaluators.localize.spans_unset import _NULL_READ, _unset_state
+from evaluators.localize.spans_unset import _NULL_READ, _unset_state, unset_state_at
 
 _LOAD_EVENTS = frozenset(("load", "domcontentloaded", "readystatechange", "pageshow"))
 # Functions p5 calls by their names (global mode): entry points like load handlers.
@@ -78,6 +78,35 @@ def _null_sources(c: _Case, stmt: Span, by: str) -> None:
             for w in v.writes:
                 c.statement("ctx", w, f"writes {v.name}, read by the failing statement", None,
                             by)
+
+
+def _runaway_recursion(c: _Case, top: int, by: str) -> None:
+    """``Maximum call stack size exceeded`` in a function that calls itself: its base case
+    did not stop it. The ``if`` of the function that returns on a test of a parameter (the
+    base case), and the calls from outside that start the recursion, with the state they
+    pass that no code sets, are blamed."""
+    if "Maximum call stack size exceeded" not in str(c.d.get("message", "")):
+        return
+    g = c.g
+    fn = _fn_at(g, top)
+    if fn is None or not any(call.caller == fn for call in g.calls_to(fn)):
+        return
+    f = g.functions[fn]
+    for s, e in g.statements:
+        head = g.text[s:min(e, s + 200)]
+        if f.body[0] < s < f.body[1] and _fn_at(g, s) == fn and head.startswith("if") and \
+                re.search(r"(?<![\w$])return(?![\w$])", g.text[s:e]) and any(
+                    re.search(r"(?<![\w$.])" + re.escape(p) + r"(?![\w$])", head.split("{")[0])
+                    for p in f.params):
+            c.add("dir", _statement_head(g, s) or (s, e), f"base case of the recursion of "
+                  f"{f.name or 'the function'}, which did not stop it", by)
+    for call in g.calls_to(fn):
+        if call.caller != fn and call.kind != "reference":
+            stmt = g.enclosing_statement(call.span[0])
+            c.add("dir", _statement_head(g, call.span[0]) or call.span, f"starts the recursion "
+                  f"of {f.name or 'the function'}, which never ended", by)
+            if stmt is not None:
+                unset_state_at(c, stmt, [call.span[0]], by)
 
 
 def _missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> None:
@@ -249,14 +278,32 @@ def _library_arguments(c: _Case, stmt: Span, by: str) -> None:
     if not frames or frames[0].get("in_app"):
         return
     _local_arguments(c, stmt, by)
+    code = c.g.text[stmt[0]:stmt[1]]
+    handed = [q for q in c.g.dom_queries if q.variable and re.search(
+        r"(?<![\w$.])" + re.escape(q.variable) + r"(?![\w$])", code)]
+    _shared_elements(c, handed, by)
     if "TypeError" not in str(c.d.get("message")):
         return
-    code = c.g.text[stmt[0]:stmt[1]]
-    for q in c.g.dom_queries:
-        if q.variable and re.search(r"(?<![\w$.])" + re.escape(q.variable) + r"(?![\w$])",
-                                    code):
-            c.statement("dir", q.span, f"looks up the element {q.variable} that the failing "
-                        f"library call receives ({q.argument!r})", q.function, by)
+    for q in handed:
+        c.statement("dir", q.span, f"looks up the element {q.variable} that the failing "
+                    f"library call receives ({q.argument!r})", q.function, by)
+
+
+def _shared_elements(c: _Case, handed: list, by: str) -> None:
+    """Other lookups of an element handed to a failing library, stored under the name of a
+    different element (``canvas2D = getElementById('canvas-3d')``): the code using that
+    element for something else (a 2D context on the WebGL canvas) may make the library fail."""
+    g = c.g
+    ids = {_norm(e.id): e.index for e in g.elements if e.id}
+    elements = {x for q in handed for x in q.elements}
+    for q in g.dom_queries:
+        var = (q.variable or "").split(".")[-1]
+        other = ids.get(_norm(var))
+        if q not in handed and set(q.elements) & elements and other is not None and \
+                other not in q.elements:
+            c.statement("dir", q.span, f"{q.variable} is named after #{g.elements[other].id} "
+                        f"but looks up {q.argument!r}, the element handed to the failing "
+                        "library", q.function, by)
 
 
 def _local_arguments(c: _Case, stmt: Span, by: str) -> None:
@@ -348,6 +395,7 @@ def _page_error_stack(c: _Case) -> None:
         c.add("ctx", _statement_head(g, off) or _line_at(g.text, off),
               f"call on the stack (frame {k})", "stack")
     _null_sources(c, head, "stack")
+    _runaway_recursion(c, top, "stack")
     _undefined_items(c, head, "stack")
     _missing_argument(c, head, frames, "stack")
     _unreached_writers(c, head, [f["offset"] for f in frames], "stack")

@@ -33,6 +33,9 @@ _CHECK_ATTRS = {"class": ("class",), "value": ("value",), "checked": ("checked",
                 "enabled": ("disabled",), "disabled": ("disabled",),
                 "visible": ("class", "style", "hidden"), "hidden": ("class", "style", "hidden"),
                 "css": ("class", "style")}
+# Writes that replace an element's whole content (or the element).
+_REPLACING = frozenset(("innerHTML", "textContent", "innerText", "outerHTML", "replaceChildren",
+                        "replaceWith", "remove"))
 _HANG = re.compile(r"stopped answering|renderer crashed|infinite loop")
 _ASSIGNED = re.compile(r"[^=]*?[^=!<>]=(?!=)\s*")  # up to the right-hand side of a write
 
@@ -238,8 +241,27 @@ def _missing_element(c: _Case, f: _Failure) -> None:
             if w.kind in ("children", "innerHTML"):
                 c.statement("dir", w.span, "rewrites the children of the expected element's "
                             "parent", w.function)
+    _ancestors_replaced(c, f.targets, what)
     _missing_container(c, f, what)
     _actor_handlers(c, f, "ctx")
+
+
+def _ancestors_replaced(c: _Case, targets, what: str) -> None:
+    """X is in the HTML but gone when the probe ran: the writes that replace the whole
+    content of one of its ancestors above the parent (``main.innerHTML = ...``, through a
+    lookup of the wrong element) removed it."""
+    g = c.g
+    seen = set()
+    for x in targets:
+        at = g.elements[x].parent
+        at = None if at is None else g.elements[at].parent
+        while at is not None and at not in seen:
+            seen.add(at)
+            for w in g.writes_to_element(at):
+                if w.kind in _REPLACING or (w.kind == "children" and w.detail in _REPLACING):
+                    c.statement("dir", w.span, f"replaces the content of "
+                                f"{_describe(g, [at])}, which holds {what}", w.function)
+            at = g.elements[at].parent
 
 
 def _missing_container(c: _Case, f: _Failure, what: str) -> None:

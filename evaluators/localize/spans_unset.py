@@ -32,6 +32,7 @@ _RUN_LIMIT = 1200  # longest run of sibling assignments blamed with the gaps bet
 _RUN_STATEMENTS = 12  # most start-up statements blamed before a frame
 _ENTRY = frozenset(("setup", "preload", "init", "main", "initialize"))
 _DECLARATION = re.compile(r"(?:export\s+)?(?:async\s+)?(?:function|class)\b")
+_METHOD_CALL = re.compile(r"\s*\??\.\s*[A-Za-z_$][\w$]*\s*\(")  # `.moveTo(` after a read
 
 
 def _assigned(g: CodeGraph, v: StateVar) -> bool:
@@ -192,8 +193,13 @@ def _unset_state(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
             stack).
         by: Evidence source.
     """
-    if not _NULL_READ.search(str(c.d.get("message", ""))):
-        return
+    if _NULL_READ.search(str(c.d.get("message", ""))):
+        unset_state_at(c, stmt, offsets, by)
+
+
+def unset_state_at(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
+    """``_unset_state`` for a statement known to have read a missing value (a null read, or
+    the arguments that started a recursion that never ended)."""
     g = c.g
     unset = _unset_in(g, stmt)
     if not unset:
@@ -204,6 +210,9 @@ def _unset_state(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
         frames.setdefault(_fn_at(g, off), off)
     _sibling_runs(c, unset, frames, names, by)
     _earlier_reads(c, unset, offsets, names, by)
+    for fn, off in frames.items():
+        if fn is not None:
+            _unconsumed_locals(c, fn, off, names, by)
     for k, off in enumerate(offsets):
         inner = g.enclosing_statement(off)
         prev = None if inner is None else _neighbour(g, inner, False)
@@ -237,3 +246,27 @@ def _start_up_before(c: _Case, fn: int, off: int, names: str, by: str) -> None:
         if not _DECLARATION.match(g.text, at[0]):
             c.add("dir", at, f"start-up code that ran before the read of {names} (in "
                   f"{g.functions[fn].name}) and does not set it", by)
+
+
+def _unconsumed_locals(c: _Case, fn: int, before: int, names: str, by: str) -> None:
+    """Locals of a function on the stack that are built (``shape.lineTo(...)``) and then never
+    used (never passed, returned, assigned or read for a property) before its frame: the use
+    that would have set the unset state (``geometry = new Geometry(shape)``) is missing just
+    after the statement of their last reference."""
+    g = c.g
+    lo, hi = g.functions[fn].span
+    for v, var in enumerate(g.variables):
+        if var.is_global or var.kind not in ("let", "const", "var") or var.decl is None or \
+                not lo <= var.decl[0] < hi or _fn_at(g, var.decl[0]) != fn:
+            continue
+        reads = [r.span for r in g.flow.refs_of(v) if not r.write]
+        if not reads or reads[-1][1] > before or not all(
+                _METHOD_CALL.match(g.text, e) for _, e in reads):
+            continue
+        body = g.functions[fn].body
+        last = [(s, e) for s, e in g.statements
+                if body[0] < s <= reads[-1][0] < e <= body[1] and _fn_at(g, s) == fn]
+        nxt = _neighbour(g, max(last, key=lambda sp: sp[1] - sp[0]), True) if last else None
+        if nxt is not None and nxt[1] - nxt[0] <= _PATH_LIMIT and nxt[0] < before:
+            c.add("dir", nxt, f"follows the last use of {var.name}, which is built and never "
+                  f"used: its use, which may set {names}, is missing here", by)

@@ -245,3 +245,149 @@ def test_a_variable_with_every_word_of_an_id_looking_up_an_id_with_none_is_misdi
         in loc.evidence
     # `label` has its word in #units-label's id too, but looks up that very element.
     assert not any(s <= span("label: document", text)[0] < e for s, e in loc.s_dir)
+
+
+# `points` is only ever `{}` and none of its properties is set: it was set with
+# `derived`, declared beside it, in setup (the assignment is missing there).
+BESIDE = """<script>
+let points = {};
+let derived = {};
+let center;
+function setup() {
+  center = {x: 1, y: 2};
+  derived = {a: {x: 0}};
+}
+function draw() {
+  const a = points.B.angle;
+}
+</script>"""
+
+
+def test_an_object_no_code_fills_is_set_where_the_state_declared_beside_it_is():
+    text = BESIDE
+    g = build_graph(text)
+    frames = [{"in_app": True, "offset": span("points.B.angle", text)[0]}]
+    loc = localize(g, error("uncaught TypeError: Cannot read properties of undefined "
+                            "(reading 'angle')", frames))
+    assert loc.s_dir == (span("center = {x: 1, y: 2};", text),
+                         span("derived = {a: {x: 0}};", text),
+                         span("const a = points.B.angle;", text))
+    assert {"span": list(span("derived = {a: {x: 0}};", text)), "set": "dir", "by": "stack",
+            "why": "sets the state set with points.B, which no code sets"} in loc.evidence
+    # Once some property of points is set, that property is the sibling, not the state
+    # declared beside points (blamed now only as the statement before points.A's).
+    filled = text.replace("  derived = {a: {x: 0}};", "  derived = {a: {x: 0}};\n  points.A = 1;")
+    loc = localize(build_graph(filled), error(
+        "uncaught TypeError: Cannot read properties of undefined (reading 'angle')",
+        [{"in_app": True, "offset": span("points.B.angle", filled)[0]}]))
+    whys = {tuple(e["span"]): e["why"] for e in loc.evidence if e["set"] == "dir"}
+    assert whys[span("points.A = 1;", filled)] == \
+        "sets the state set with points.B, which no code sets"
+    assert whys[span("derived = {a: {x: 0}};", filled)].endswith("(the statement before them)")
+
+
+# Reset writes the value the probe expects on #amount (0.5) to #reset instead.
+EXPECTED = """<input id="slider" type="range"><input id="amount" type="number">
+<button id="reset">Reset</button>
+<script>
+const slider = document.getElementById('slider');
+const amount = document.getElementById('amount');
+slider.addEventListener('input', function onSlide() {
+  amount.value = slider.value;
+});
+document.getElementById('reset').addEventListener('click', function onReset() {
+  slider.value = 0.5;
+  document.getElementById('reset').value = 0.5;
+  document.getElementById('reset').value = 1;
+});
+</script>"""
+
+
+def test_the_expected_value_written_to_another_element_by_code_that_ran_is_blamed():
+    text = EXPECTED
+    g = build_graph(text)
+    diag = probe_failure({"expect": "value", "locator": "#amount", "value": "0.5"},
+                         {"do": "click", "locator": "#reset"},
+                         coverage=ran(g, "onSlide", "onReset"))
+    loc = localize(g, diag, "grounded")
+    wrong = span("document.getElementById('reset').value = 0.5;", text)
+    assert {"span": list(wrong), "set": "dir", "by": "coverage",
+            "why": "ran before the failure and writes '0.5', the value expected on #amount, "
+                   "to #reset"} in loc.evidence
+    assert {"span": list(span("slider.value = 0.5;", text)), "set": "dir", "by": "coverage",
+            "why": "ran before the failure and writes '0.5', the value expected on #amount, "
+                   "to #slider"} in loc.evidence
+    # Another value written there is not the expected one.
+    other = span("document.getElementById('reset').value = 1;", text)
+    assert not any(tuple(e["span"]) == other and "expected" in e["why"] for e in loc.evidence)
+    # Without coverage nothing is known to have run.
+    assert not any("the value expected" in e["why"]
+                   for e in localize(g, diag, "text").evidence)
+
+
+# init is registered for 'load' by mistake in place of start: the browser calls it with the
+# event alone, and `target` is undefined.
+ARGUMENT = """<script>
+function init(u, v, target) {
+  const x = u * 2;
+  target.set(x, v);
+}
+function start() {
+  init(1, 2, {set() {}});
+}
+function broken() {
+  init(1, 2);
+}
+window.addEventListener('load', init);
+</script>"""
+
+
+def test_a_parameter_read_as_undefined_blames_the_registration_or_the_call():
+    text = ARGUMENT
+    g = build_graph(text)
+    message = "uncaught TypeError: Cannot read properties of undefined (reading 'set')"
+    top = {"in_app": True, "offset": span("target.set", text)[0]}
+    loc = localize(g, error(message, [top]))
+    binding = span("window.addEventListener('load', init)", text)
+    assert loc.s_dir == (span("target.set(x, v);", text), binding)
+    assert {"span": list(binding), "set": "dir", "by": "stack",
+            "why": "registers init as a handler of 'load': it is called with the event alone, "
+                   "no target"} in loc.evidence
+    # Called from broken(): that call is blamed instead.
+    loc = localize(g, error(message, [top, {"in_app": True,
+                                            "offset": span("init(1, 2);", text)[0]}]))
+    assert loc.s_dir == (span("target.set(x, v);", text), span("init(1, 2);", text))
+    # A read of a local, not a parameter, blames no caller.
+    loc = localize(g, error("uncaught TypeError: Cannot read properties of undefined "
+                            "(reading 'x')", [top]))
+    assert binding not in loc.s_dir
+
+
+# The elimination loop starts one row too early: augmented[-1] is undefined.
+INDEX = """<script>
+function solve(matrix) {
+  const n = matrix.length;
+  const augmented = matrix.map(row => [...row]);
+  for (let i = 0; i < n; i++) {
+    for (let k = i - 1; k < n; k++) {
+      const factor = augmented[k][i] / augmented[i][i];
+      augmented[k][0] -= factor;
+    }
+  }
+  return augmented;
+}
+solve([[1, 2], [3, 4]]);
+</script>"""
+
+
+def test_an_index_past_the_end_blames_the_loop_that_sets_it():
+    text = INDEX
+    g = build_graph(text)
+    frames = [{"in_app": True, "offset": span("const factor", text)[0]},
+              {"in_app": True, "offset": span("solve([[1", text)[0]}]
+    loc = localize(g, error("uncaught TypeError: Cannot read properties of undefined "
+                            "(reading '0')", frames))
+    loop = span("for (let k = i - 1; k < n; k++)", text)
+    assert loc.s_dir == (loop, span("const factor = augmented[k][i] / augmented[i][i];", text))
+    assert {"span": list(loop), "set": "dir", "by": "stack",
+            "why": "loop whose index reads augmented[k]"} in loc.evidence
