@@ -20,11 +20,12 @@ Three methods, selected by name in ``METHODS``:
 
 The strategies live in sibling modules: ``spans_common`` (result type, span algebra, the
 case being localized, locators, failing probe steps), ``spans_probe`` (probe failures and
-their execution grounding), ``spans_flow`` (the slice that narrows grounded blame, over
-``flow``), ``spans_forward`` (where the acted-on input's value goes, and where a value read
-from it that nothing uses should have gone), ``spans_errors`` (exceptions, syntax errors,
-runtime failures, judge evidence) and ``spans_unset`` (null reads of state no code sets). This module is the public entry point:
-it dispatches by method and kind and re-exports the public names.
+their execution grounding), ``spans_wiring`` (lookups and registrations that point at the
+wrong element), ``spans_flow`` (the slice that narrows grounded blame, over ``flow``),
+``spans_forward`` (where the acted-on input's value goes, and where a value read from it
+that nothing uses should have gone), ``spans_errors`` (exceptions, syntax errors, runtime
+failures, judge evidence) and ``spans_unset`` (null reads of state no code sets). This module
+is the public entry point: it dispatches by method and kind and re-exports the public names.
 """
 
 from __future__ import annotations

@@ -3,9 +3,11 @@
 Part of ``evaluators.localize.spans``. Holds the rules for ``page_error`` diagnostics (the
 statements of an exception's in-app stack frames, or the line its report quotes; queries for
 elements that do not exist behind a null read; the code filling an array whose item was read
-undefined, and the loops deciding which items; state no code sets (``spans_unset``); the
-elements and the local values handed to a library that failed on them; declarations named
-like a missing name;
+undefined, and the loops deciding which items; the call or handler registration that passed
+no value for a parameter read as undefined; the base case of a recursion that never ended and
+the calls starting it; state no code sets (``spans_unset``); the elements and the local
+values handed to a library that failed on them, and other lookups of those elements named
+after another element; declarations named like a missing name;
 for an exception without a stack, the ``throw`` of the reported value), for
 ``syntax_error`` and ``runtime_failure`` (hangs: loops that cannot end) diagnostics, and
 ``spans_from_text_evidence``, the spans a free-text verdict (a judge's evidence) points at.

@@ -10,7 +10,11 @@ before the read on each stack frame (the path that reached the read without sett
 and just before the first read of the state that ran earlier on that path without failing
 (``scene.add(group)`` before ``group.clear()``: the value was missing already there). The
 start-up functions on the stack, where state is usually set, are context, and what they ran
-before their frame's statement is direct blame (the missing assignment belongs among it).
+before their frame's statement is direct blame (the missing assignment belongs among it). An
+object only ever empty, none of whose properties is set, has as siblings the state declared
+just before and after it. A local of a function on the stack that is built
+(``shape.lineTo(...)``) and never used before the read means the statement using it (which
+would set the state) is missing: the statement after its last use is blamed.
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """Localization rules that trace a bad value to where it came from: a lookup whose variable
-names another element, a handler bound to the wrong element, an array item never filled, a
-value handed to a library that failed on it: exact spans on small apps."""
+names another element, a handler bound to the wrong element, an array item never filled or
+read past its end, values handed to a library that failed on them, a parameter no caller
+passed, state set beside an empty object, the expected value written elsewhere, an ancestor's
+content replaced, a local built and never used, a recursion that never ended: exact spans on
+small apps."""
 
 from __future__ import annotations
 
@@ -391,3 +394,135 @@ def test_an_index_past_the_end_blames_the_loop_that_sets_it():
     assert loc.s_dir == (loop, span("const factor = augmented[k][i] / augmented[i][i];", text))
     assert {"span": list(loop), "set": "dir", "by": "stack",
             "why": "loop whose index reads augmented[k]"} in loc.evidence
+
+
+# `out` looks up the page's main container instead of #result: writing it wipes the controls.
+WIPED = """<div id="main"><div class="controls"><select id="method"><option>a</option></select>
+</div><div id="result"></div></div>
+<script>
+const out = document.getElementById('main');
+function render() {
+  out.innerHTML = '<p>42</p>';
+  document.getElementById('method').title = 'method';
+}
+render();
+</script>"""
+
+
+def test_a_static_element_gone_at_probe_time_blames_writes_replacing_an_ancestors_content():
+    text = WIPED
+    g = build_graph(text)
+    diag = probe_failure({"expect": "visible", "locator": "#method"}, None, severity="severe",
+                         actual=None, message="no element matches #method: element(s) not found")
+    loc = localize(g, diag, "text")
+    write = span("out.innerHTML = '<p>42</p>';", text)
+    assert write in loc.s_dir
+    assert {"span": list(write), "set": "dir", "by": "graph",
+            "why": "replaces the content of #main, which holds #method"} in loc.evidence
+    # A write to the element itself is not a replacement of an ancestor.
+    assert not any(e["why"].startswith("replaces the content") and tuple(e["span"]) != write
+                   for e in loc.evidence)
+
+
+# The geometry is never made from `shape` (the statement is missing after the loop), so
+# `geometry` is still null when the mesh is built.
+BUILT = """<script>
+let geometry = null;
+function redraw(n) {
+  const shape = new Shape();
+  for (let i = 0; i < n; i++) {
+    shape.lineTo(i, i * 2);
+  }
+  const color = pick(n);
+  const mesh = new Mesh(geometry, color);
+}
+redraw(3);
+</script>"""
+
+
+def test_a_local_built_and_never_used_before_an_unset_read_blames_the_statement_after_it():
+    text = BUILT
+    g = build_graph(text)
+    frames = [{"in_app": False, "offset": None},
+              {"in_app": True, "offset": span("new Mesh", text)[0]},
+              {"in_app": True, "offset": span("redraw(3)", text)[0]}]
+    loc = localize(g, error("uncaught TypeError: Cannot read properties of null (reading "
+                            "'isBufferGeometry')", frames))
+    after = span("const color = pick(n);", text)
+    assert after in loc.s_dir
+    assert {"span": list(after), "set": "dir", "by": "stack",
+            "why": "follows the last use of shape, which is built and never used: its use, "
+                   "which may set geometry, is missing here"} in loc.evidence
+    # Once shape is passed on, it is used: no blame for a missing use.
+    used = text.replace("  const color = pick(n);", "  draw(shape);\n  const color = pick(n);")
+    frames = [{"in_app": False, "offset": None},
+              {"in_app": True, "offset": span("new Mesh", used)[0]}]
+    loc = localize(build_graph(used), error("uncaught TypeError: Cannot read properties of "
+                                            "null (reading 'isBufferGeometry')", frames))
+    assert not any("built and never used" in e["why"] for e in loc.evidence)
+
+
+# `steps` is never set (its assignment, with `zoom`'s, is missing), so the recursion's base
+# case `level === 0` is never reached.
+RECURSION = """<script>
+let steps, zoom;
+function draw() {
+  zoom = true;
+  tile(steps, 10);
+}
+function tile(level, size) {
+  if (level === 0) {
+    rect(0, 0, size, size);
+    return;
+  }
+  tile(level - 1, size / 2);
+}
+draw();
+</script>"""
+
+
+def test_runaway_recursion_blames_its_base_case_and_the_call_starting_it():
+    text = RECURSION
+    g = build_graph(text)
+    frames = [{"in_app": True, "offset": span("tile(level - 1", text)[0]}] * 3
+    loc = localize(g, error("uncaught RangeError: Maximum call stack size exceeded", frames))
+    base = (span("if (level === 0)", text)[0], span("rect(0, 0", text)[0])  # up to its body
+    start = span("tile(steps, 10);", text)
+    assert base in loc.s_dir and start in loc.s_dir
+    assert {"span": list(base), "set": "dir", "by": "stack",
+            "why": "base case of the recursion of tile, which did not stop it"} in loc.evidence
+    # steps, passed to it, is declared with zoom and never set: zoom's assignment is blamed.
+    assert {"span": list(span("zoom = true;", text)), "set": "dir", "by": "stack",
+            "why": "sets the state set with steps, which no code sets"} in loc.evidence
+    # Another error in the same place is not a runaway recursion.
+    loc = localize(g, error("uncaught TypeError: x is not a function", frames))
+    assert base not in loc.s_dir
+
+
+# The 2D context is taken on the WebGL canvas through a lookup named after the 2D one.
+SHARED = """<canvas id="canvas-2d"></canvas><canvas id="canvas-3d"></canvas>
+<script>
+const canvas2D = document.getElementById('canvas-3d');
+const ctx = canvas2D.getContext('2d');
+function init3D() {
+  const canvas = document.getElementById('canvas-3d');
+  renderer = new THREE.WebGLRenderer({ canvas: canvas });
+}
+init3D();
+</script>"""
+
+
+def test_an_element_handed_to_a_failing_library_and_looked_up_under_another_name():
+    text = SHARED
+    g = build_graph(text)
+    frames = [{"in_app": False, "offset": None},
+              {"in_app": True, "offset": span("renderer =", text)[0]},
+              {"in_app": True, "offset": span("init3D();", text)[0]}]
+    loc = localize(g, error("uncaught Error: Error creating WebGL context.", frames))
+    wrong = span("const canvas2D = document.getElementById('canvas-3d');", text)
+    assert wrong in loc.s_dir
+    assert {"span": list(wrong), "set": "dir", "by": "stack",
+            "why": "canvas2D is named after #canvas-2d but looks up 'canvas-3d', the element "
+                   "handed to the failing library"} in loc.evidence
+    # The lookup handed to the library is named for what it holds: not blamed for its name.
+    assert not any(e["why"].startswith("canvas is named") for e in loc.evidence)
