@@ -19,3 +19,16 @@ def probe_failure(check: dict, action: dict | None, **kw) -> dict:
             "rubric_id": "r", "message": kw.pop("message", "expect failed"), "step_index": 1,
             "step": check, "locator": check.get("locator"), "expected": check.get("value"),
             "actual": "x", "after_action": after, **kw}
+
+
+def ran(g, *names: str) -> dict:
+    """Precise coverage in which every function with one of ``names`` ran once."""
+    fns = [f for n in names for f in g.functions_named(n)]
+    return {"functions": [{"name": f.name, "start": f.span[0], "end": f.span[1], "count": 1}
+                          for f in fns]}
+
+
+def page_error(message: str, frames: list[dict], **kw) -> dict:
+    """An uncaught exception with its stack ``frames`` (``in_app``, ``offset``)."""
+    return {"kind": "page_error", "stage": "runtime", "severity": "severe", "rubric_id": None,
+            "message": message, "frames": frames, **kw}

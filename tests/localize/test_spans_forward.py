@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import localize
-from tests.localize.diags import probe_failure, span
+from tests.localize.diags import probe_failure, ran, span
 
 PROBE = {"steps": [{"save": "before", "from": "#c", "read": "screenshot"},
                    {"do": "fill", "locator": "#rx", "value": "30"},
@@ -39,12 +39,6 @@ function redraw() {
 }
 Object.values(controls).forEach(el => el.addEventListener('input', redraw));
 </script>"""
-
-
-def ran(g, *names: str) -> dict:
-    fns = [f for n in names for f in g.functions_named(n)]
-    return {"functions": [{"name": f.name, "start": f.span[0], "end": f.span[1], "count": 1}
-                          for f in fns]}
 
 
 def _diag(g) -> dict:

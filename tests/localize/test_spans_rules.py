@@ -6,12 +6,7 @@ from __future__ import annotations
 from evaluators.localize.api import localize_diagnostics
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import localize, merge_spans
-from tests.localize.diags import probe_failure, span
-
-
-def error(message: str, frames: list[dict], **kw) -> dict:
-    return {"kind": "page_error", "stage": "runtime", "severity": "severe", "rubric_id": None,
-            "message": message, "frames": frames, **kw}
+from tests.localize.diags import page_error as error, probe_failure, span
 
 
 UNSET = """<script>

@@ -9,19 +9,7 @@ from __future__ import annotations
 
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import localize
-from tests.localize.diags import probe_failure, span
-
-
-def ran(g, *names: str) -> dict:
-    """Coverage in which the named functions ran."""
-    fns = [f for n in names for f in g.functions_named(n)]
-    return {"functions": [{"name": f.name, "start": f.span[0], "end": f.span[1], "count": 1}
-                          for f in fns]}
-
-
-def error(message: str, frames: list[dict]) -> dict:
-    return {"kind": "page_error", "stage": "runtime", "severity": "severe", "rubric_id": None,
-            "message": message, "frames": frames}
+from tests.localize.diags import page_error as error, probe_failure, ran, span
 
 
 # `input` should hold #input-t; it holds the slider's group. The lookup runs at load, before
