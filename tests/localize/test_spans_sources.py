@@ -28,7 +28,7 @@ init();
 </script>"""
 
 
-def test_a_variable_named_with_the_words_of_an_id_holding_another_is_blamed_after_load():
+def test_a_lookup_named_after_another_element_stays_direct_blame_though_it_ran_at_load():
     text = WORDS
     g = build_graph(text)
     diag = probe_failure({"expect": "value", "locator": "#input-t", "value": "2"},
@@ -208,12 +208,12 @@ def test_writes_through_a_variable_named_like_the_container_seed_the_slice_by_ta
     assert not any(s <= span("total += j * k;", text)[0] < e for s, e in loc.s_dir)
 
 
-UNITS = """<input id="slider-units" type="range"><input id="radio-poly-7" type="radio">
-<span id="units-label">3</span>
+UNITS = """<button id="btn-units-plus">+</button><input id="radio-poly-7" type="radio">
+<span id="units-count-label">3</span>
 <script>
 const controls = {
   units: document.getElementById('radio-poly-7'),
-  label: document.getElementById('units-label')
+  label: document.getElementById('units-count-label')
 };
 controls.units.addEventListener('input', function () {
   controls.label.textContent = controls.units.value;
@@ -222,19 +222,21 @@ controls.units.addEventListener('input', function () {
 
 
 def test_a_variable_with_every_word_of_an_id_looking_up_an_id_with_none_is_misdirected():
-    # `units` is not spelled like `slider-units` (similar_names says no) but is one of its
-    # words, and the id it looks up has none of its words.
+    # `units` is neither spelled like `units-count-label` or `btn-units-plus` (similar_names
+    # says no) nor their topic (`units count`, `units plus`), but is one of their words, and
+    # the id it looks up has none of its words.
     text = UNITS
     loc = localize(build_graph(text),
-                   probe_failure({"expect": "text", "locator": "#units-label", "value": "5"},
-                                 {"do": "fill", "locator": "#slider-units", "value": "5"}),
+                   probe_failure({"expect": "text", "locator": "#units-count-label",
+                                  "value": "5"},
+                                 {"do": "click", "locator": "#btn-units-plus"}),
                    "text")
     query = span("units: document.getElementById('radio-poly-7')", text)
     assert query in loc.s_dir
     assert {"span": list(query), "set": "dir", "by": "graph",
-            "why": "controls.units is named after #units-label but looks up 'radio-poly-7'"} \
-        in loc.evidence
-    # `label` has its word in #units-label's id too, but looks up that very element.
+            "why": "controls.units is named after #units-count-label but looks up "
+                   "'radio-poly-7'"} in loc.evidence
+    # `label` has its word in that id too, but looks up that very element.
     assert not any(s <= span("label: document", text)[0] < e for s, e in loc.s_dir)
 
 
