@@ -5,11 +5,11 @@ Run (a fresh 2-core machine; this is the README's main-job command):
 Variants: `configs/tiny.py:grpo` (flat weights, gated reward) and `:smoke` (2 SFT + 2 RL steps).
 
 Expected: finishes in under 15 minutes on 2 cores; the last line reads
-`mean reward: sft=<x> rcca=<y>`, y within several hundredths of x either way (32 samples of a
-nearly memorised policy: the run shows the pipeline, not RCCA's gain). Measured (2 cores,
-nothing else running): 6 min 3 s, `mean reward: sft=0.859 rcca=0.778` (SFT 1 min 33 s; each of
-the 14 RL steps about 14 s, most of it Chromium scoring 12 apps); an earlier evaluator: 8 min
-27 s, `sft=0.791 rcca=0.822`. "mean reward" is the gated reward of 4 samples per eval prompt
+`mean reward: sft=<x> rcca=<y>`, y within about a tenth of x either way (32 samples of a nearly
+memorised policy: the run shows the pipeline, not RCCA's gain). Measured (2 cores, nothing else
+running): 6 min 3 s, `mean reward: sft=0.859 rcca=0.778`, the same on a fresh rerun (SFT 1 min
+33 s; each of the 14 RL steps about 14 s, most of it Chromium scoring 12 apps); `:grpo` from
+the same SFT: `rcca=0.747`; an earlier evaluator: 8 min 27 s, `sft=0.791 rcca=0.822`. "mean reward" is the gated reward of 4 samples per eval prompt
 (8 prompts) at the sampling temperature, with the same key both times.
 """
 
