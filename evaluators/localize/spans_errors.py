@@ -323,13 +323,10 @@ def _local_arguments(c: _Case, stmt: Span, by: str) -> None:
             continue
         before = [j for j in flow.definitions_of(v) if flow.statements[j].function ==
                   here.function and flow.statements[j].span[1] <= here.span[0]]
-        if before and _size(flow.statements[before[-1]].head) <= _FILL_LIMIT:
-            c.add("dir", flow.statements[before[-1]].head, f"computes {var.name}, which the "
-                  "failing library call receives", by)
-
-
-def _size(span: Span) -> int:
-    return span[1] - span[0]
+        head = flow.statements[before[-1]].head if before else None
+        if head is not None and head[1] - head[0] <= _FILL_LIMIT:
+            c.add("dir", head, f"computes {var.name}, which the failing library call "
+                  "receives", by)
 
 
 def _thrown_values(c: _Case) -> None:

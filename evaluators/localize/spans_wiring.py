@@ -109,13 +109,13 @@ def _misdirected_queries(c: _Case, f: _Failure) -> None:
         if used or g.elements[named].id in wanted:
             why = f"{q.variable} is named after #{g.elements[named].id} but looks up {q.argument!r}"
             # Lookups run at load, before coverage counts, and the blame rests on the name
-            # against the id, which coverage neither confirms nor refutes: not narrowed.
-            fn = None
+            # against the id, which coverage neither confirms nor refutes: not narrowed (no
+            # function the blame depends on).
             key = _KEY.search(g.text, max(0, q.span[0] - 80), q.span[0])
             if key and key.group(1) == var:  # a property of an object of lookups: just it
-                c.add("dir", (key.start(), q.span[1]), why, fn=fn)
+                c.add("dir", (key.start(), q.span[1]), why)
             else:
-                c.statement("dir", q.span, why, fn)
+                c.statement("dir", q.span, why, None)
 
 
 _FORM_EVENTS = frozenset(("input", "change", "changed"))
