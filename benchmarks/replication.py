@@ -14,7 +14,7 @@ resume exactness), so only RL differs between them.
 Prints, side by side: the gated reward of each RL batch (the task's own reward,
 whatever the variant trains on), its 3-step moving average, per-rubric pass
 rates over the first and last 5 steps, the evaluation before/after RL
-(`rl.eval_samples` samples per eval prompt), and the RL steps each variant needs
+(`eval.samples` answers per held-out task), and the RL steps each variant needs
 for the moving average to reach --target.
 """
 
@@ -45,14 +45,16 @@ def first_rl_step(workdir: Path) -> int:
 
 
 def fork_at_sft(src: Path, dst: Path, sft_steps: int) -> None:
-    """A copy of `src` as it was when SFT ended: data, tokenizer, SFT metrics, the RL-start checkpoint."""
+    """A copy of `src` as it was when SFT ended: data, the initial policy folder, the SFT evaluation
+    and metrics, the RL-start checkpoint."""
     if dst.exists():
         shutil.rmtree(dst)
     dst.mkdir(parents=True)
-    for name in ("tasks.jsonl", "tokenizer", "tfds"):
+    for name in ("tasks.jsonl", "init", "tfds", "sft_rewards.jsonl", "eval/sft"):
         if (src / name).is_dir():
             shutil.copytree(src / name, dst / name)
         elif (src / name).exists():
+            (dst / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src / name, dst / name)
     shutil.copytree(src / "checkpoints" / str(sft_steps), dst / "checkpoints" / str(sft_steps))
     kept = [json.dumps(r) for r in metrics(src) if r["step"] < sft_steps]

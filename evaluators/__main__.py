@@ -1,4 +1,4 @@
-"""Command line: `python -m evaluators score|localize ...`."""
+"""Command line: `python -m evaluators score|localize|leaderboard|demo ...`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 import time
 
 from evaluators.config import EvalConfig
-from evaluators.tasks import FormatError, load_responses, load_tasks
+from evaluators.tasks import FormatError, iter_jsonl, load_responses, load_tasks
 
 
 def _config(args: argparse.Namespace) -> EvalConfig:
@@ -18,7 +18,7 @@ def _config(args: argparse.Namespace) -> EvalConfig:
                                   probe_time_limit_ms=args.probe_time_limit_ms,
                                   page_reuse=args.page_reuse)
     return dataclasses.replace(cfg, browser=browser,
-                               run_rubrics_after_gate_failure=args.all_rubrics)
+                               run_rubrics_after_gate_failure=getattr(args, "all_rubrics", False))
 
 
 def _run(args: argparse.Namespace, cfg: EvalConfig, finish=None) -> int:
@@ -67,6 +67,60 @@ def cmd_localize(args: argparse.Namespace) -> int:
         rec, method=args.method, tokenizer=tokenizer, task=task))
 
 
+def _score_file(args: argparse.Namespace, tasks: dict, path: str, cache) -> list[dict]:
+    """The records of one responses file: read when already scored, else scored once and
+    cached in `cache` (reused while it holds one record per row, in order)."""
+    from evaluators.leaderboard import is_scored
+    from evaluators.pool import EvaluatorPool
+
+    if is_scored(path):
+        return [obj for _, obj in iter_jsonl(path)]
+    rows = load_responses(path, tasks)
+    if cache.exists():
+        cached = [obj for _, obj in iter_jsonl(cache)]
+        if [r.get("task_id") for r in cached] == [r["task_id"] for r in rows]:
+            return cached
+    cfg = dataclasses.replace(_config(args), run_rubrics_after_gate_failure=not args.gated_only)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    records = []
+    with open(cache.with_suffix(".tmp"), "w", encoding="utf-8") as out:
+        for rec in EvaluatorPool(tasks, cfg, workers=args.workers).score(rows):
+            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            records.append(rec)
+    cache.with_suffix(".tmp").replace(cache)
+    return records
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    """One row per responses file: Overall, Average, Perfect, reward (evaluators.leaderboard)."""
+    from pathlib import Path
+
+    from evaluators import leaderboard as lb
+
+    try:
+        tasks = load_tasks(args.tasks)
+        reports = {}
+        for path in args.responses:
+            cache = Path(args.out) / (Path(path).stem + ".records.jsonl")
+            records = _score_file(args, tasks, path, cache)
+            reports[lb.model_name(path, records)] = lb.report(records, tasks)
+    except (FormatError, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(lb.text_table({m: r["all"] for m, r in reports.items()}))
+    for part, title in (("by_difficulty", "difficulty"), ("by_domain", "domain")):
+        groups = sorted({g for r in reports.values() for g in r[part]})
+        print(f"\nOverall by {title}:")
+        print(lb.table(["model", *groups], [[m, *(r[part].get(g, {}).get("Overall", float("nan"))
+                                                  for g in groups)] for m, r in reports.items()]))
+    if args.json:
+        Path(args.json).write_text(json.dumps(reports, indent=2))
+    if args.markdown:
+        Path(args.markdown).write_text("\n\n".join(lb.report_markdown(m, r) for m, r in reports.items())
+                                       + "\n")
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Scores the bundled example set (a counter app and eight responses)."""
     from pathlib import Path
@@ -80,18 +134,19 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m evaluators")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--tasks", required=True, help="tasks.jsonl (shared/specs/task-format.md)")
+    browser = argparse.ArgumentParser(add_help=False)
+    browser.add_argument("--tasks", required=True, help="tasks.jsonl (shared/specs/task-format.md)")
+    browser.add_argument("--workers", type=int, default=1, help="browser processes")
+    browser.add_argument("--pages", type=int, default=EvalConfig().browser.pages_per_worker,
+                         help="most probes in flight per browser")
+    browser.add_argument("--probe-time-limit-ms", type=int,
+                         default=EvalConfig().browser.probe_time_limit_ms)
+    browser.add_argument("--page-reuse", type=int, default=EvalConfig().browser.page_reuse,
+                         help="probes a page slot serves (reset between them) before it is "
+                              "closed; 1 = a new browser context for every probe")
+    common = argparse.ArgumentParser(add_help=False, parents=[browser])
     common.add_argument("--responses", required=True, help="JSON Lines with task_id and response")
     common.add_argument("--out", required=True, help="output JSON Lines, one record per response")
-    common.add_argument("--workers", type=int, default=1, help="browser processes")
-    common.add_argument("--pages", type=int, default=EvalConfig().browser.pages_per_worker,
-                        help="most probes in flight per browser")
-    common.add_argument("--probe-time-limit-ms", type=int,
-                        default=EvalConfig().browser.probe_time_limit_ms)
-    common.add_argument("--page-reuse", type=int, default=EvalConfig().browser.page_reuse,
-                        help="probes a page slot serves (reset between them) before it is "
-                             "closed; 1 = a new browser context for every probe")
     common.add_argument("--all-rubrics", action="store_true",
                         help="run every probe even when a gate failed (the reward stays gated)")
     common.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -103,6 +158,17 @@ def main(argv: list[str] | None = None) -> int:
                     help="a transformers fast tokenizer (name or path): adds weights_base and "
                          "diagnosed per token, aligned with `token_ids` when a row has them")
     lo.add_argument("--method", default="grounded", choices=("grounded", "text", "naive"))
+    lb = sub.add_parser("leaderboard", parents=[browser], help="Overall, Average, Perfect and "
+                        "reward per responses file, by difficulty and domain")
+    lb.add_argument("--responses", required=True, nargs="+",
+                    help="responses files (or files of scored records), one row each")
+    lb.add_argument("--out", default="runs/leaderboard",
+                    help="folder for the scored records (reused when present)")
+    lb.add_argument("--gated-only", action="store_true", help="skip the probes of a response "
+                    "that failed a gate (they count as failed); default: run every probe, as "
+                    "a benchmark's own runner does (the reward stays gated)")
+    lb.add_argument("--json", default=None, help="write every figure as JSON")
+    lb.add_argument("--markdown", default=None, help="write the tables as Markdown")
     demo = sub.add_parser("demo", help="score the bundled example set and print the table")
     demo.add_argument("--out", default="runs/demo.jsonl")
     args = ap.parse_args(argv)
@@ -110,7 +176,8 @@ def main(argv: list[str] | None = None) -> int:
         defaults = EvalConfig().browser
         args.workers, args.pages, args.quiet, args.all_rubrics = 1, defaults.pages_per_worker, False, False
         args.probe_time_limit_ms, args.page_reuse = defaults.probe_time_limit_ms, defaults.page_reuse
-    return {"score": cmd_score, "localize": cmd_localize, "demo": cmd_demo}[args.cmd](args)
+    return {"score": cmd_score, "localize": cmd_localize, "leaderboard": cmd_leaderboard,
+            "demo": cmd_demo}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Entry point: `python -m rcca_jax.launch --config=configs/tiny.py [--config.key=value] [--workdir=DIR]`.
 
 Validates the config into frozen dataclasses, initialises multi-host JAX when
-on a pod, runs SFT then RCCA (resuming from the workdir), and prints the
-result line `mean reward: sft=<x> rcca=<y>`.
+on a pod (or when --coordinator is given: several processes on one machine),
+runs SFT then RCCA (resuming from the workdir), and prints the result line
+`mean reward: sft=<x> rcca=<y>` (held-out gated reward after SFT and after RL).
 """
 
 from __future__ import annotations
@@ -13,7 +14,25 @@ from absl import app, flags
 from ml_collections import config_flags
 
 _CONFIG = config_flags.DEFINE_config_file("config", None, "configs/x.py[:arg]", lock_config=True)
-_WORKDIR = flags.DEFINE_string("workdir", None, "run directory (local or gs://); default runs/<config name>")
+_WORKDIR = flags.DEFINE_string("workdir", None, "run directory; default runs/<config name>")
+_COORDINATOR = flags.DEFINE_string("coordinator", None, "host:port of the JAX coordinator, for "
+                                   "several processes on one machine (TPU pods find theirs)")
+_NUM_PROCESSES = flags.DEFINE_integer("num_processes", None, "with --coordinator")
+_PROCESS_ID = flags.DEFINE_integer("process_id", None, "with --coordinator")
+
+
+def init_distributed() -> None:
+    """jax.distributed.initialize when this is one process of several."""
+    import jax
+
+    if _COORDINATOR.value:
+        jax.distributed.initialize(_COORDINATOR.value, _NUM_PROCESSES.value, _PROCESS_ID.value)
+    elif os.environ.get("TPU_WORKER_HOSTNAMES") or os.environ.get("JAX_COORDINATOR_ADDRESS"):
+        jax.distributed.initialize()
+
+
+def config_name() -> str:
+    return os.path.splitext(os.path.basename(flags.FLAGS["config"].config_filename or "run"))[0]
 
 
 def main(argv) -> None:
@@ -22,18 +41,16 @@ def main(argv) -> None:
     from absl import logging
 
     logging.set_verbosity(logging.WARNING)  # Orbax logs every file operation at INFO
-
-    if os.environ.get("TPU_WORKER_HOSTNAMES") or os.environ.get("JAX_COORDINATOR_ADDRESS"):
-        jax.distributed.initialize()
+    init_distributed()
     from rcca_jax.train.config import run_config
     from rcca_jax.train.loop import run
 
     cfg = run_config(_CONFIG.value, jax.device_count())
-    name = os.path.splitext(os.path.basename(flags.FLAGS["config"].config_filename or "run"))[0]
-    workdir = _WORKDIR.value or os.path.join("runs", name)
+    workdir = _WORKDIR.value or os.path.join("runs", config_name())
     result = run(cfg, workdir, progress=jax.process_index() == 0)
     if jax.process_index() == 0:
-        print(f"mean reward: sft={result['sft']:.3f} rcca={result['rcca']:.3f}")
+        sft = "nan" if result["sft"] is None else f"{result['sft']:.3f}"
+        print(f"mean reward: sft={sft} rcca={result['rcca']:.3f}")
 
 
 if __name__ == "__main__":

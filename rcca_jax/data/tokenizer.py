@@ -6,13 +6,14 @@ encoding never fails on text the model invents, and decoding gives the exact tex
 normalisation, no whitespace clean-up), which localization needs: it maps response characters
 to sampled tokens.
 
-Special tokens: `<pad>` = 0, `<eos>` = 1, `<bos>` = 2. Encoding adds none of them; the caller
-frames sequences itself (`<bos>` prompt response `<eos>`).
+Special tokens: `<pad>` = 0, `<eos>` = 1, `<bos>` = 2. Encoding adds none of them. The chat
+template (`CHAT_TEMPLATE`, saved with the tokenizer as any released checkpoint's is) frames a
+conversation: an optional system turn, the request, then the response, which ends in `<eos>`.
+A run renders prompts with the template like it does for a released model.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Iterable
 
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -23,6 +24,15 @@ from rcca_jax.data.taskfamily import reference_response
 PAD, EOS, BOS = "<pad>", "<eos>", "<bos>"
 SPECIAL_TOKENS = (PAD, EOS, BOS)  # in id order: the trainer assigns them ids 0, 1, 2
 PROMPT_TEMPLATE = "### Request\n{prompt}\n### Response\n"
+# Jinja, as transformers' `apply_chat_template` reads it. Rendering [user] with the generation
+# prompt gives exactly PROMPT_TEMPLATE (the text the tokenizer was trained on).
+CHAT_TEMPLATE = (
+    "{% for m in messages %}"
+    "{% if m['role'] == 'system' %}{{ '### System\\n' + m['content'] + '\\n' }}"
+    "{% elif m['role'] == 'user' %}{{ '### Request\\n' + m['content'] + '\\n' }}"
+    "{% elif m['role'] == 'assistant' %}{{ '### Response\\n' + m['content'] + eos_token }}"
+    "{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}{{ '### Response\\n' }}{% endif %}")
 
 
 def prompt_text(task: dict) -> str:
@@ -62,31 +72,8 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 1024) -> PreTrainedT
 def _wrap(bpe: Tokenizer) -> PreTrainedTokenizerFast:
     tok = PreTrainedTokenizerFast(tokenizer_object=bpe, pad_token=PAD, eos_token=EOS,
                                   bos_token=BOS, clean_up_tokenization_spaces=False)
+    tok.chat_template = CHAT_TEMPLATE
     ids = [tok.convert_tokens_to_ids(t) for t in SPECIAL_TOKENS]
     if ids != [0, 1, 2]:
         raise ValueError(f"special tokens {SPECIAL_TOKENS} got ids {ids}, expected [0, 1, 2]")
-    return tok
-
-
-def load_or_train(path: str | Path, tasks: Iterable[dict], vocab_size: int = 1024
-                  ) -> PreTrainedTokenizerFast:
-    """Loads the tokenizer saved at path, or trains one on tasks and saves it there.
-
-    A saved tokenizer is reused as is (whatever tasks and vocab_size are now): delete the
-    folder to retrain.
-
-    Args:
-      path: a folder for save_pretrained / from_pretrained.
-      tasks: generated tasks (with meta.reference) to train on when nothing is saved.
-      vocab_size: the vocabulary size when training.
-    """
-    path = Path(path)
-    if (path / "tokenizer.json").is_file():
-        tok = PreTrainedTokenizerFast.from_pretrained(str(path))
-        # Older saves may lack the flag; decoding must never touch spaces.
-        tok.clean_up_tokenization_spaces = False
-        return tok
-    tok = train_tokenizer(training_texts(tasks), vocab_size)
-    path.mkdir(parents=True, exist_ok=True)
-    tok.save_pretrained(str(path))
     return tok

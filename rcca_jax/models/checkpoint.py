@@ -250,28 +250,77 @@ def from_pretrained(path: str | Path, dtype=jnp.float32, mesh: Mesh | None = Non
     return nnx.merge(graphdef, state)
 
 
-def save_pretrained(model: Ling, path: str | Path, max_shard_bytes: int = 2 << 30) -> None:
-    """Writes `model` as a released-format checkpoint: config.json, shards, index."""
+def _host_value(x: jax.Array) -> np.ndarray:
+    """The whole value of a (possibly multi-process) array, on every process."""
+    if getattr(x, "is_fully_addressable", True):
+        return np.asarray(jax.device_get(x))
+    from jax.experimental import multihost_utils
+
+    return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+
+
+def save_pretrained(model: Ling, path: str | Path, max_shard_bytes: int = 2 << 30,
+                    dtype=None, config_json: dict | None = None) -> None:
+    """Writes `model` as a released-format checkpoint: config.json, shards, index.
+
+    Tensors are gathered and written one shard at a time, so the host never holds more
+    than a shard. On several processes every one must call this (each tensor is
+    gathered collectively); process 0 writes.
+
+    Args:
+      model: the policy.
+      path: the folder (created).
+      max_shard_bytes: the largest shard file.
+      dtype: tensor dtype of the checkpoint (None: as the parameters are); the weights
+        the model keeps in float32 (`FP32_PARAMS`) stay float32.
+      config_json: the config.json to write (e.g. the source checkpoint's, to keep fields
+        this code does not model); default `cfg.to_hf_dict()`. Its dtype is set (under
+        `dtype`, transformers 5's name, and under `torch_dtype` when it had that key).
+    """
     cfg = model.cfg
     root = Path(path)
-    root.mkdir(parents=True, exist_ok=True)
-    (root / "config.json").write_text(json.dumps(cfg.to_hf_dict(), indent=2))
-    shards: list[dict[str, np.ndarray]] = [{}]
+    writer = jax.process_index() == 0
+    if writer:
+        root.mkdir(parents=True, exist_ok=True)
+    parts: list[list[str]] = []
+    current: dict[str, np.ndarray] = {}
     size = 0
+
+    def flush() -> None:
+        nonlocal current, size
+        if current and writer:
+            save_file(current, root / f"part-{len(parts):05d}.tmp")
+        if current:
+            parts.append(sorted(current))
+        current, size = {}, 0
+
+    stored = None
     for p, var in nnx.to_flat_state(nnx.state(model)):
         names, kind = hf_names(p, cfg)
-        value = np.asarray(jax.device_get(var.get_value()))
+        value = _host_value(var.get_value())
+        if dtype is not None and np.issubdtype(value.dtype, np.floating) and p[-1] not in FP32_PARAMS:
+            value = value.astype(jnp.dtype(dtype))
+        if stored is None and p[-1] not in FP32_PARAMS:
+            stored = value.dtype  # what config.json's torch_dtype reports
         for n, a in zip(names, _untransform(value, kind, len(names))):
             if size and size + a.nbytes > max_shard_bytes:
-                shards.append({})
-                size = 0
-            shards[-1][n] = np.ascontiguousarray(a)
+                flush()
+            current[n] = np.ascontiguousarray(a)
             size += a.nbytes
-    weight_map = {}
-    for i, tensors in enumerate(shards):
-        fname = f"model-{i + 1:05d}-of-{len(shards):05d}.safetensors"
-        save_file(tensors, root / fname)
-        weight_map.update({n: fname for n in tensors})
-    total = sum(a.nbytes for t in shards for a in t.values())
+    flush()
+    if not writer:
+        return
+    weight_map, total = {}, 0
+    for i, names in enumerate(parts):
+        fname = f"model-{i + 1:05d}-of-{len(parts):05d}.safetensors"
+        (root / f"part-{i:05d}.tmp").rename(root / fname)
+        weight_map.update({n: fname for n in names})
+        total += sum(SafetensorsFile(root / fname).nbytes(n) for n in names)
     (root / "model.safetensors.index.json").write_text(
         json.dumps({"metadata": {"total_size": total}, "weight_map": weight_map}, indent=2))
+    config = dict(cfg.to_hf_dict() if config_json is None else config_json)
+    name = jnp.dtype(jnp.float32 if stored is None else stored).name
+    config["dtype"] = name
+    if "torch_dtype" in config:
+        config["torch_dtype"] = name
+    (root / "config.json").write_text(json.dumps(config, indent=2))

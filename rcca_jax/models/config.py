@@ -37,6 +37,11 @@ _HF_ALIASES = {
     "num_hidden_layers": "num_layers",
     "num_attention_heads": "num_heads",
 }
+# Fields a run may choose freely for a checkpoint: how to compute, not what the weights are.
+# Every other field is read from the checkpoint's config.json (`LingConfig.from_pretrained`).
+RUNTIME_FIELDS = ("dtype", "param_dtype", "moe_dispatch", "capacity_factor", "moe_group_size",
+                  "remat", "mtp", "mtp_input_norm", "attn_block", "kda_chunk_size",
+                  "initializer_range")
 _HF_SAME = (
     "vocab_size", "hidden_size", "intermediate_size", "moe_intermediate_size", "kv_lora_rank",
     "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "topk_group", "first_k_dense_replace",

@@ -41,6 +41,10 @@ class SafetensorsFile:
     def shape(self, name: str) -> tuple[int, ...]:
         return tuple(self.header[name]["shape"])
 
+    def nbytes(self, name: str) -> int:
+        start, end = self.header[name]["data_offsets"]
+        return end - start
+
     def get(self, name: str) -> np.ndarray:
         info = self.header[name]
         if info["dtype"] not in _DTYPES:

@@ -10,7 +10,13 @@ target, so position 0 is never counted):
   advantages f32   [B]
   weights    f32   [B, T]   final token weights (`token_weights`); leave the key
                             out for plain, unweighted GRPO
-  ref_logp   f32   [B, T]   only when the KL penalty is on
+  ref_logp   f32   [B, T]   log-prob of each token under the frozen reference policy
+                            (`reference_logprobs`); only when the KL penalty is on
+
+Temperature. The step recomputes log-probs of the sampled tokens under the
+policy at the temperature the rollouts were sampled with (the sampler's), so the
+ratio compares the same distribution: it is an argument of the step, taken from
+the one `SamplerConfig.temperature` of a run, never a setting of its own.
 """
 
 from __future__ import annotations
@@ -45,10 +51,14 @@ class TrainConfig:
     dual_clip: float | None = None
     agg: str = "seq-mean-token-mean"
     kl_coef: float = 0.0
-    kl_estimator: str = "k3"
+    kl_estimator: str = "k3"   # a key of loss.KL_ESTIMATORS
+    kl_ref_dtype: str = ""     # parameters of the frozen reference; "" = the model's compute dtype
     micro_batches: int = 1
     logprob_chunk: int = 256
-    temperature: float = 1.0  # the sampler's; logits are divided by it
+    lr_schedule: str = "constant"  # a key of LR_SCHEDULES (after `warmup_steps` of linear warmup)
+    warmup_steps: int = 0      # optimizer steps of linear warmup from 0
+    decay_steps: int = 0       # "cosine": steps after warmup to decay to lr * lr_end_factor
+    lr_end_factor: float = 0.1
     expert_bias_rate: float = 1e-3
     expert_bias_zero_mean: bool = True
     weight_norm: str = "none"  # "none" (the weights as given) or "row_mean" (loss.WEIGHT_NORMS)
@@ -63,10 +73,34 @@ class TrainState:
     step: jax.Array
 
 
+def _constant_after_warmup(cfg: TrainConfig) -> optax.Schedule:
+    if cfg.warmup_steps <= 0:
+        return optax.constant_schedule(cfg.learning_rate)
+    return optax.linear_schedule(0.0, cfg.learning_rate, cfg.warmup_steps)  # then holds lr
+
+
+def _cosine_after_warmup(cfg: TrainConfig) -> optax.Schedule:
+    if cfg.decay_steps <= 0:
+        raise ValueError("TrainConfig.lr_schedule='cosine' needs decay_steps > 0")
+    return optax.warmup_cosine_decay_schedule(
+        0.0, cfg.learning_rate, max(cfg.warmup_steps, 0), cfg.warmup_steps + cfg.decay_steps,
+        end_value=cfg.learning_rate * cfg.lr_end_factor)
+
+
+# Learning rate per optimizer step (the optimizer's own step count, so resumes continue it).
+LR_SCHEDULES = {"constant": _constant_after_warmup, "cosine": _cosine_after_warmup}
+
+
+def learning_rate(cfg: TrainConfig) -> optax.Schedule:
+    if cfg.lr_schedule not in LR_SCHEDULES:
+        raise ValueError(f"TrainConfig.lr_schedule={cfg.lr_schedule!r}: expected one of {sorted(LR_SCHEDULES)}")
+    return LR_SCHEDULES[cfg.lr_schedule](cfg)
+
+
 OPTIMIZERS = {
-    "adamw": lambda cfg: optax.adamw(cfg.learning_rate, weight_decay=cfg.weight_decay),
+    "adamw": lambda cfg: optax.adamw(learning_rate(cfg), weight_decay=cfg.weight_decay),
     # Plain SGD: updates linear in the gradient (used to test exactness of the step).
-    "sgd": lambda cfg: optax.sgd(cfg.learning_rate),
+    "sgd": lambda cfg: optax.sgd(learning_rate(cfg)),
 }
 
 
@@ -77,15 +111,19 @@ def optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
 
 
 def init_state(model: nnx.Module, cfg: TrainConfig) -> tuple[nnx.GraphDef, TrainState]:
+    """(graphdef, the RL train state) of a model; abstract when the model is (`abstract_state`)."""
+    tx = optimizer(cfg)
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-    return graphdef, TrainState(params, rest, optimizer(cfg).init(params), jnp.zeros((), jnp.int32))
+    if is_abstract(params):
+        return abstract_state(model, tx)
+    return graphdef, TrainState(params, rest, tx.init(params), jnp.zeros((), jnp.int32))
 
 
-def _micro_loss(graphdef, cfg: TrainConfig, params, rest, mb, denominator):
+def _micro_loss(graphdef, cfg: TrainConfig, temperature: float, params, rest, mb, denominator):
     model = nnx.merge(graphdef, params, rest)
     h, _, aux = model.hidden(mb["tokens"][:, :-1])
     logp, ent = token_logprobs(h, model.head_kernel(), mb["tokens"][:, 1:], cfg.logprob_chunk,
-                               cfg.temperature)  # [B, T-1]
+                               temperature)  # [B, T-1]
     mask = mb["loss_mask"][:, 1:]
     weights = mb["weights"][:, 1:] if "weights" in mb else jnp.ones_like(logp)
     weights = WEIGHT_NORMS[cfg.weight_norm](weights, mask.astype(jnp.float32))
@@ -119,13 +157,24 @@ def _update_biases(rest: nnx.State, loads: jax.Array, cfg: TrainConfig) -> nnx.S
     return nnx.from_flat_state(out)
 
 
-def train_step(graphdef, cfg: TrainConfig, state: TrainState, batch: dict):
-    """One optimizer step over `cfg.micro_batches` accumulated micro-batches."""
+def train_step(graphdef, cfg: TrainConfig, state: TrainState, batch: dict, *,
+               temperature: float = 1.0):
+    """One optimizer step over `cfg.micro_batches` accumulated micro-batches.
+
+    `temperature` is the one the rollouts were sampled at (see the module docstring).
+    """
     n_mb = cfg.micro_batches
+    if cfg.kl_coef and "ref_logp" not in batch:
+        raise ValueError("TrainConfig.kl_coef > 0 needs batch['ref_logp'] (reference_logprobs)")
     denominator = loss_denominator(batch["loss_mask"][:, 1:], cfg.agg)
-    split = jax.tree.map(lambda a: a.reshape(n_mb, a.shape[0] // n_mb, *a.shape[1:]), batch)
-    grad_fn = jax.value_and_grad(lambda p, mb: _micro_loss(graphdef, cfg, p, state.rest, mb, denominator),
-                                 has_aux=True)
+    # Micro-batch m takes rows m, m + n_mb, ...: each device's block of rows holds rows of
+    # every micro-batch, so the split keeps the batch sharding (a contiguous split would
+    # put a micro-batch on a fraction of the devices and make XLA reshard the batch).
+    split = jax.tree.map(lambda a: jnp.swapaxes(a.reshape(a.shape[0] // n_mb, n_mb, *a.shape[1:]), 0, 1),
+                         batch)
+    grad_fn = jax.value_and_grad(
+        lambda p, mb: _micro_loss(graphdef, cfg, temperature, p, state.rest, mb, denominator),
+        has_aux=True)
 
     def accumulate(carry, mb):
         grads, loss = carry
@@ -152,17 +201,90 @@ def train_step(graphdef, cfg: TrainConfig, state: TrainState, batch: dict):
         "optim/grad_norm": optax.tree.norm(grads),
         "moe/load_max_over_mean": (load.max(-1) * load.shape[-1]).max() if load.size else jnp.zeros(()),
         "moe/load": load,
+        "optim/learning_rate": learning_rate(cfg)(state.step),
     }
     if cfg.kl_coef:
         out["loss/kl"] = sums["kl"].mean()
     return TrainState(params, rest, opt_state, state.step + 1), out
 
 
-def batch_shardings(mesh: Mesh, batch: dict) -> dict:
-    """Every batch array is sharded over its leading (batch) dimension."""
-    return {k: NamedSharding(mesh, sharding.spec(("batch",) + (None,) * (np.ndim(v) - 1), mesh=mesh,
-                                                 shape=np.shape(v)))
-            for k, v in batch.items()}
+def reference_logprobs(graphdef, ref: "Reference", batch: dict, *, chunk: int,
+                       temperature: float) -> jax.Array:
+    """Log-probs [B, T] of `batch["tokens"]` under the frozen reference policy.
+
+    Position t is token t as a prediction target (0 at t = 0), as `old_logp`; the
+    train step reads the result as `batch["ref_logp"]` for its KL penalty.
+    """
+    model = nnx.merge(graphdef, ref.params, ref.rest)
+    tokens = batch["tokens"]
+    h, _, _ = model.hidden(tokens[:, :-1])
+    logp, _ = token_logprobs(h, model.head_kernel(), tokens[:, 1:], chunk, temperature)  # [B, T-1]
+    return jnp.pad(logp, ((0, 0), (1, 0)))
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class Reference:
+    """The frozen reference policy of the KL penalty (the policy RL started from)."""
+
+    params: nnx.State
+    rest: nnx.State
+
+
+def make_reference(state: TrainState, dtype, mesh: Mesh | None = None) -> Reference:
+    """A frozen copy of the state's policy, its floating weights in `dtype`.
+
+    Weights the model keeps in float32 whatever its dtype (`checkpoint.FP32_PARAMS`:
+    gates, conv taps, expert biases) stay float32, as when a checkpoint is loaded in
+    `dtype`. The copy is a new buffer placed like the policy (the train step donates
+    the policy's), computed by one jitted function.
+    """
+    from rcca_jax.models.checkpoint import FP32_PARAMS
+
+    def cast(tree: nnx.State) -> nnx.State:
+        flat = []
+        for path, var in nnx.to_flat_state(tree):
+            a = var.get_value()
+            if jnp.issubdtype(a.dtype, jnp.floating) and path[-1] not in FP32_PARAMS:
+                a = a.astype(dtype)
+            flat.append((path, var.replace(a + jnp.zeros((), a.dtype))))  # a new buffer
+        return nnx.from_flat_state(flat)
+
+    fn = lambda p, r: Reference(cast(p), cast(r))  # noqa: E731
+    if mesh is None:
+        return jax.jit(fn)(state.params, state.rest)
+    out = Reference(sharding.state_shardings(state.params, mesh), sharding.state_shardings(state.rest, mesh))
+    return jax.jit(fn, out_shardings=out)(state.params, state.rest)
+
+
+def compile_reference_logprobs(graphdef, ref: Reference, example_batch: dict, mesh: Mesh | None, *,
+                               chunk: int, temperature: float) -> Callable:
+    """`reference_logprobs` jitted once: (ref, batch) -> ref_logp [B, T], sharded like the batch."""
+    fn = lambda r, b: reference_logprobs(graphdef, r, b, chunk=chunk, temperature=temperature)  # noqa: E731
+    if mesh is None:
+        return jax.jit(fn)
+    r_shard = Reference(sharding.state_shardings(ref.params, mesh), sharding.state_shardings(ref.rest, mesh))
+    b_shard = batch_shardings(mesh, {k: v for k, v in example_batch.items() if k != "ref_logp"})
+
+    def meshed(r, b):
+        with sharding.use_mesh(mesh):
+            return fn(r, b)
+
+    return jax.jit(meshed, in_shardings=(r_shard, b_shard), out_shardings=b_shard["tokens"])
+
+
+def batch_shardings(mesh: Mesh, local: dict) -> dict:
+    """Every batch array is sharded over its leading (batch) dimension.
+
+    `local` holds one process's rows (its arrays or shapes); the shardings are those of
+    the global batch, every process's rows together (`global_batch`).
+    """
+    out = {}
+    for k, v in local.items():
+        shape = (np.shape(v)[0] * jax.process_count(), *np.shape(v)[1:])
+        out[k] = NamedSharding(mesh, sharding.spec(("batch",) + (None,) * (len(shape) - 1), mesh=mesh,
+                                                   shape=shape))
+    return out
 
 
 def state_shardings(state: TrainState, mesh: Mesh) -> TrainState:
@@ -173,18 +295,36 @@ def state_shardings(state: TrainState, mesh: Mesh) -> TrainState:
                       sharding.state_shardings(state.rest, mesh), opt, NamedSharding(mesh, P()))
 
 
+def is_abstract(tree) -> bool:
+    """Whether a pytree's leaves are shapes only (`jax.ShapeDtypeStruct`), not arrays."""
+    leaves = jax.tree.leaves(tree)
+    return bool(leaves) and all(isinstance(x, jax.ShapeDtypeStruct) for x in leaves)
+
+
+def abstract_state(model: nnx.Module, tx: optax.GradientTransformation) -> tuple[nnx.GraphDef, TrainState]:
+    """(graphdef, TrainState of shapes) of a model built with `nnx.eval_shape`: what a
+    checkpoint is restored into without materialising the weights first."""
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    return graphdef, TrainState(params, rest, jax.eval_shape(tx.init, params),
+                                jax.ShapeDtypeStruct((), jnp.int32))
+
+
 def compile_step(step: Callable, state: TrainState, example_batch: dict,
                  mesh: Mesh | None = None) -> tuple[TrainState, Callable]:
     """Places `state` and jits `step(state, batch) -> (state, metrics)` with donation.
 
     With a mesh: explicit in/out shardings (state by its logical axes, batch
-    over `batch`); the caller places batches with `global_batch`.
+    over `batch`; `example_batch` holds one process's rows); the caller places
+    batches with `global_batch`. An abstract
+    `state` (ShapeDtypeStructs, e.g. to restore a checkpoint into) is returned
+    as it is.
     """
     if mesh is None:
         return state, jax.jit(step, donate_argnums=0)
     s_shard = state_shardings(state, mesh)
     b_shard = batch_shardings(mesh, example_batch)
-    state = jax.device_put(state, s_shard)
+    if not is_abstract(state):
+        state = jax.device_put(state, s_shard)
 
     def meshed(s, b):
         with sharding.use_mesh(mesh):
@@ -195,13 +335,15 @@ def compile_step(step: Callable, state: TrainState, example_batch: dict,
 
 
 def compile_train_step(graphdef, cfg: TrainConfig, state: TrainState, example_batch: dict,
-                       mesh: Mesh | None = None) -> tuple[TrainState, Callable]:
-    """`compile_step` of the weighted-GRPO `train_step`."""
-    return compile_step(lambda s, b: train_step(graphdef, cfg, s, b), state, example_batch, mesh)
+                       mesh: Mesh | None = None, *, temperature: float = 1.0
+                       ) -> tuple[TrainState, Callable]:
+    """`compile_step` of the weighted-GRPO `train_step` at the sampling `temperature`."""
+    return compile_step(lambda s, b: train_step(graphdef, cfg, s, b, temperature=temperature),
+                        state, example_batch, mesh)
 
 
 def global_batch(local: dict[str, np.ndarray], mesh: Mesh) -> dict[str, jax.Array]:
     """Assembles each process's host-local rows into the global, sharded batch."""
-    shard = batch_shardings(mesh, {k: np.zeros((v.shape[0] * jax.process_count(), *v.shape[1:]))
-                                   for k, v in local.items()})
-    return {k: jax.make_array_from_process_local_data(shard[k], np.asarray(v)) for k, v in local.items()}
+    shard = batch_shardings(mesh, local)
+    return {k: jax.make_array_from_process_local_data(
+        shard[k], np.asarray(v), (v.shape[0] * jax.process_count(), *v.shape[1:])) for k, v in local.items()}

@@ -1,16 +1,24 @@
-"""Plan a TPU v5p slice without a TPU: compile the training step ahead of time.
+"""Plan a TPU v5p slice without a TPU: compile the real RL step ahead of time.
 
-Uses libtpu (from `jax[tpu]`) and `jax.experimental.topologies` to compile a
-full training step (forward, backward, AdamW update; fp32 master weights and
-optimizer moments, bf16 activations, per-layer remat) for each candidate v5p
-topology, and reads XLA's memory analysis and FLOP estimate per chip.
+Uses libtpu (from `jax[tpu]`) and `jax.experimental.topologies` to compile, for
+each candidate v5p topology, the two programs an RL step of a run config runs
+on the accelerator:
+  1. the KL reference's log-probs (`reference_logprobs`: a forward pass of the
+     frozen reference policy, in `train.kl_ref_dtype`), when `train.kl_coef` > 0;
+  2. the weighted-GRPO train step itself (`train_step`: micro-batched forward,
+     backward and AdamW update of fp32 master weights, the run's dtype, remat,
+     dispatch and chunked log-probs, with the KL term),
+and reads XLA's memory analysis and FLOP estimate per chip. Each program's peak
+is its arguments + temporaries + outputs not aliased to inputs, plus what stays
+resident on the chip while it runs and is not its argument (the reference's
+weights during the train step; the train state during the reference pass).
 
-  python -m rcca_jax.tools.aot --config=configs/ling_flash.py --topology=v5p:4x4x4
+  python -m rcca_jax.tools.aot --config=configs/ling_flash.py --topology=v5p:2x4x4
   python -m rcca_jax.tools.aot --config=configs/ling_flash.py --topology=search
 
-`search` tries slices from small to large and stops at the first whose
-per-chip total (arguments + temporaries + outputs not aliased to inputs) fits
-in --hbm_gb (95 GB on v5p, leaving headroom under its 95.74 GiB).
+The architecture is the released model's (LingConfig's defaults) or, with
+--init_from, a checkpoint's config.json. `search` tries slices from small to
+large and stops at the first whose peak fits in --hbm_gb (95 GB on v5p).
 """
 
 from __future__ import annotations
@@ -27,30 +35,33 @@ os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
 import jax
 import jax.experimental.topologies
 import jax.numpy as jnp
-import optax
+import numpy as np
 from flax import nnx
 from jax.sharding import NamedSharding, PartitionSpec as P
 
 from rcca_jax import configs, sharding
 from rcca_jax.models import Ling, LingConfig, param_counts
-from rcca_jax.models.logprobs import token_logprobs
+from rcca_jax.models.config import RUNTIME_FIELDS
+from rcca_jax.rl import train_step as ts
 
 SEARCH = ("v5p:2x2x4", "v5p:2x4x4", "v5p:4x4x4", "v5p:4x4x8", "v5p:4x8x8", "v5p:8x8x8")
+GB = 1e9
 
 
 @dataclasses.dataclass(frozen=True)
-class Plan:
-    topology: str
-    chips: int
-    mesh: dict
-    tokens_per_step: int
+class Program:
+    name: str
     argument_gb: float
     temp_gb: float
     output_gb: float
     alias_gb: float
-    total_gb: float
-    tflops_per_chip: float
+    resident_gb: float  # on the chip during the program, not among its arguments
+    tflops: float
     compile_s: float
+
+    @property
+    def peak_gb(self) -> float:
+        return self.argument_gb + self.temp_gb + self.output_gb - self.alias_gb + self.resident_gb
 
 
 def mesh_for(chips: int, expert: int) -> dict[str, int]:
@@ -63,90 +74,134 @@ def _abstract(tree, shardings):
     return jax.tree.map(lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s), tree, shardings)
 
 
-def compile_step(cfg: LingConfig, topology: str, expert: int, per_chip_batch: int, seq_len: int) -> Plan:
-    topo = jax.experimental.topologies.get_topology_desc(platform="tpu", topology_name=topology)
-    devices = topo.devices
-    mesh_shape = mesh_for(len(devices), expert)
-    mesh = sharding.make_mesh(mesh_shape, devices)
-    model = nnx.eval_shape(lambda: Ling(cfg, nnx.Rngs(0)))
-    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-    opt = optax.adamw(1e-6, weight_decay=0.0)
-    opt_state = jax.eval_shape(opt.init, params)
-    p_shard = sharding.state_shardings(params, mesh)
-    r_shard = sharding.state_shardings(rest, mesh)
-    is_state = lambda x: isinstance(x, nnx.State)  # noqa: E731
-    # Adam moments mirror the parameter tree (with its axes); counts are replicated.
-    o_shard = jax.tree.map(
-        lambda x: sharding.state_shardings(x, mesh) if is_state(x) else NamedSharding(mesh, P()),
-        opt_state, is_leaf=is_state)
-    batch = per_chip_batch * len(devices)
-    tok_shard = NamedSharding(mesh, sharding.spec(("batch", None), mesh=mesh))
+def _per_chip_gb(tree, n_chips: int) -> float:
+    """Bytes per chip of a sharded tree of ShapeDtypeStructs."""
+    total = 0.0
+    for a in jax.tree.leaves(tree):
+        shards = np.prod([a.sharding.mesh.shape[ax] for ax in _axes(a.sharding.spec)]) if a.sharding else 1
+        total += np.prod(a.shape) * a.dtype.itemsize / shards
+    return total / GB
 
-    def step(params, rest, opt_state, tokens):
-        def loss_fn(params):
-            m = nnx.merge(graphdef, params, rest)
-            h, _, _ = m.hidden(tokens[:, :-1])
-            logp, _ = token_logprobs(h, m.head_kernel(), tokens[:, 1:])
-            return -jnp.mean(logp)
 
-        with sharding.use_mesh(mesh):
-            loss, grads = jax.value_and_grad(loss_fn)(params)
-        updates, opt_state = opt.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
+def _axes(spec) -> list[str]:
+    out = []
+    for entry in spec:
+        if entry is None:
+            continue
+        out += [entry] if isinstance(entry, str) else list(entry)
+    return out
 
-    args = (_abstract(params, p_shard), _abstract(rest, r_shard), _abstract(opt_state, o_shard),
-            jax.ShapeDtypeStruct((batch, seq_len + 1), jnp.int32, sharding=tok_shard))
+
+def _measure(name: str, fn, args, resident_gb: float, **jit_kw) -> Program:
     t0 = time.perf_counter()
-    jitted = jax.jit(step, out_shardings=(p_shard, o_shard, NamedSharding(mesh, P())),
-                     donate_argnums=(0, 2))
-    compiled = jitted.lower(*args).compile()
+    compiled = jax.jit(fn, **jit_kw).lower(*args).compile()
     secs = time.perf_counter() - t0
     mem = compiled.memory_analysis()
     cost = compiled.cost_analysis()
     cost = cost[0] if isinstance(cost, (list, tuple)) else cost
-    gb = 1e9
-    total = (mem.argument_size_in_bytes + mem.temp_size_in_bytes + mem.output_size_in_bytes
-             - mem.alias_size_in_bytes)
-    return Plan(topology, len(devices), mesh_shape, batch * seq_len, mem.argument_size_in_bytes / gb,
-                mem.temp_size_in_bytes / gb, mem.output_size_in_bytes / gb, mem.alias_size_in_bytes / gb,
-                total / gb, float(cost.get("flops", 0.0)) / 1e12, secs)
+    return Program(name, mem.argument_size_in_bytes / GB, mem.temp_size_in_bytes / GB,
+                   mem.output_size_in_bytes / GB, mem.alias_size_in_bytes / GB, resident_gb,
+                   float(cost.get("flops", 0.0)) / 1e12, secs)
+
+
+def _batch(rows: int, seq: int, mesh, kl: bool) -> dict:
+    shapes = {"tokens": jnp.int32, "loss_mask": jnp.bool_, "old_logp": jnp.float32,
+              "weights": jnp.float32, **({"ref_logp": jnp.float32} if kl else {})}
+    shard = NamedSharding(mesh, sharding.spec(("batch", None), mesh=mesh, shape=(rows, seq)))
+    out = {k: jax.ShapeDtypeStruct((rows, seq), d, sharding=shard) for k, d in shapes.items()}
+    out["advantages"] = jax.ShapeDtypeStruct((rows,), jnp.float32, sharding=NamedSharding(
+        mesh, sharding.spec(("batch",), mesh=mesh, shape=(rows,))))
+    return out
+
+
+def plan(cfg: LingConfig, train: ts.TrainConfig, temperature: float, topology: str, expert: int,
+         per_chip_batch: int, seq_len: int) -> tuple[dict, list[Program]]:
+    """Compiles the RL step's programs for one topology; returns (mesh, programs)."""
+    devices = jax.experimental.topologies.get_topology_desc(platform="tpu", topology_name=topology).devices
+    mesh_shape = mesh_for(len(devices), expert)
+    mesh = sharding.make_mesh(mesh_shape, devices)
+    graphdef, state = ts.init_state(nnx.eval_shape(lambda: Ling(cfg, nnx.Rngs(0))), train)
+    state = _abstract(state, ts.state_shardings(state, mesh))
+    rows = per_chip_batch * len(devices) * train.micro_batches
+    kl = bool(train.kl_coef)
+    batch = _batch(rows, seq_len, mesh, kl)
+    b_shard = jax.tree.map(lambda a: a.sharding, batch)
+    s_shard = jax.tree.map(lambda a: a.sharding, state)
+    state_gb = _per_chip_gb(state, len(devices))
+    programs = []
+    ref_gb = 0.0
+    if kl:
+        dtype = jnp.dtype(train.kl_ref_dtype or cfg.dtype)
+        ref = jax.eval_shape(lambda s: ts.make_reference(s, dtype), state)
+        r_shard = ts.Reference(sharding.state_shardings(ref.params, mesh), sharding.state_shardings(ref.rest, mesh))
+        ref = _abstract(ref, r_shard)
+        ref_gb = _per_chip_gb(ref, len(devices))
+
+        def ref_step(r, b):
+            with sharding.use_mesh(mesh):
+                return ts.reference_logprobs(graphdef, r, b, chunk=train.logprob_chunk,
+                                             temperature=temperature)
+
+        programs.append(_measure("reference log-probs", ref_step, (ref, batch), state_gb,
+                                 out_shardings=b_shard["tokens"]))
+
+    def step(s, b):
+        with sharding.use_mesh(mesh):
+            return ts.train_step(graphdef, train, s, b, temperature=temperature)
+
+    programs.append(_measure("train step", step, (state, batch), ref_gb,
+                             out_shardings=(s_shard, None), donate_argnums=0))
+    return mesh_shape, programs
+
+
+def model_config(cd, init_from: str | None) -> LingConfig:
+    fields = {k: v for k, v in configs._plain(cd.model).items() if k in RUNTIME_FIELDS}
+    if init_from:
+        return LingConfig.from_pretrained(init_from, **fields)
+    return configs.model_config(fields)
 
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", required=True, help="configs/x.py[:arg]")
+    ap.add_argument("--init_from", default=None, help="a checkpoint folder whose config.json to plan")
     ap.add_argument("--topology", default="search", help="e.g. v5p:4x4x4, or 'search'")
     ap.add_argument("--expert", type=int, default=8, help="expert-parallel width")
-    ap.add_argument("--per_chip_batch", type=int, default=1, help="sequences per chip per micro-step")
+    ap.add_argument("--per_chip_batch", type=int, default=1, help="sequences per chip per micro-batch")
     ap.add_argument("--seq_len", type=int, default=None, help="default: the config's seq_len")
     ap.add_argument("--hbm_gb", type=float, default=95.0)
     args = ap.parse_args(argv)
     cd = configs.load(args.config)
-    cfg = configs.model_config(cd.model)
+    cfg = model_config(cd, args.init_from)
+    train = ts.TrainConfig(**configs._plain(cd.get("train", {})))
+    temperature = float(cd.get("sampler", {}).get("temperature", 1.0))
     seq = args.seq_len or int(cd.get("seq_len", 4096))
     counts = param_counts(cfg)
     print(f"model: {counts['total'] / 1e9:.2f}B parameters, {counts['active'] / 1e9:.2f}B active; "
-          f"seq_len {seq}, {args.per_chip_batch} sequence(s) per chip")
-    header = ("topology", "chips", "mesh", "args GB", "temp GB", "out GB", "alias GB", "total GB",
-              "TFLOP/chip/step", "compile s", "fits")
-    print(" | ".join(header))
+          f"seq_len {seq}, {args.per_chip_batch} sequence(s) per chip x {train.micro_batches} "
+          f"micro-batches; KL reference {'on' if train.kl_coef else 'off'}")
+    print("topology | chips | mesh | program | args GB | temp GB | out GB | alias GB | resident GB "
+          "| peak GB | TFLOP/chip | compile s | fits")
     for topo in (SEARCH if args.topology == "search" else (args.topology,)):
         try:
-            plan = compile_step(cfg, topo, args.expert, args.per_chip_batch, seq)
+            mesh, programs = plan(cfg, train, temperature, topo, args.expert, args.per_chip_batch, seq)
         except Exception as e:  # XLA refuses to compile what cannot fit; that is an answer too
             need = re.search(r"temporaries \(([\d.]+)G\)", str(e))
             if "RESOURCE_EXHAUSTED" not in str(e):
                 raise
-            print(f"{topo} | - | - | - | {need.group(1) if need else '?'} (XLA: out of HBM) | - | - | - | - | - | no",
-                  flush=True)
+            print(f"{topo} | - | - | - | - | {need.group(1) if need else '?'} (XLA: out of HBM) "
+                  "| - | - | - | - | - | - | no", flush=True)
             continue
-        fits = plan.total_gb <= args.hbm_gb
-        mesh = "x".join(f"{k}{v}" for k, v in plan.mesh.items() if v > 1)
-        print(f"{plan.topology} | {plan.chips} | {mesh} | {plan.argument_gb:.1f} | {plan.temp_gb:.1f} | "
-              f"{plan.output_gb:.1f} | {plan.alias_gb:.1f} | {plan.total_gb:.1f} | "
-              f"{plan.tflops_per_chip:.1f} | {plan.compile_s:.0f} | {'yes' if fits else 'no'}", flush=True)
+        chips = int(np.prod(list(mesh.values())))
+        fits = all(p.peak_gb <= args.hbm_gb for p in programs)
+        m = "x".join(f"{k}{v}" for k, v in mesh.items() if v > 1)
+        for p in programs:
+            print(f"{topo} | {chips} | {m} | {p.name} | {p.argument_gb:.1f} | {p.temp_gb:.1f} | "
+                  f"{p.output_gb:.1f} | {p.alias_gb:.1f} | {p.resident_gb:.1f} | {p.peak_gb:.1f} | "
+                  f"{p.tflops:.1f} | {p.compile_s:.0f} | {'yes' if p.peak_gb <= args.hbm_gb else 'no'}",
+                  flush=True)
         if fits and args.topology == "search":
-            print(f"smallest slice that fits: {plan.topology} ({plan.chips} chips)")
+            print(f"smallest slice that fits: {topo} ({chips} chips)")
             return
 
 

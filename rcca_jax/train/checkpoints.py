@@ -34,11 +34,15 @@ class Checkpoints:
         return self.manager.save(step, args=ocp.args.Composite(
             state=ocp.args.StandardSave(state), meta=ocp.args.JsonSave(meta)), force=True)
 
-    def restore(self, step: int, abstract_state: Any) -> tuple[Any, dict]:
-        """Restores into the structure, dtypes and shardings of `abstract_state`."""
-        target = jax.tree.map(
-            lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=getattr(a, "sharding", None)),
-            abstract_state)
+    def restore(self, step: int, abstract_state: Any, shardings: Any = None) -> tuple[Any, dict]:
+        """Restores into the structure and dtypes of `abstract_state` (arrays or shapes), placed
+        by `shardings` (a matching tree) or else by the arrays' own shardings."""
+        if shardings is None:
+            target = jax.tree.map(lambda a: jax.ShapeDtypeStruct(
+                a.shape, a.dtype, sharding=getattr(a, "sharding", None)), abstract_state)
+        else:
+            target = jax.tree.map(lambda a, s: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=s),
+                                  abstract_state, shardings)
         out = self.manager.restore(step, args=ocp.args.Composite(
             state=ocp.args.StandardRestore(target), meta=ocp.args.JsonRestore()))
         return out.state, out.meta

@@ -1,25 +1,69 @@
-"""The run configuration: ml-collections config files -> one frozen dataclass tree."""
+"""The run configuration: ml-collections config files -> one frozen dataclass tree.
+
+Every section is a frozen dataclass; unknown keys are errors that name them, and
+every choice is validated against the registry that implements it (optimizers,
+weight norms, aggregators, fleets, rewards, localization methods), so a new entry
+in a registry is a new valid choice with no list to keep in step.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Mapping
 
 import ml_collections
 
-from rcca_jax.configs import ConfigError, _plain, mesh_shape, model_config
-from rcca_jax.models.config import LingConfig
+from rcca_jax.configs import ConfigError, _plain, mesh_shape
+from rcca_jax.models.config import RUNTIME_FIELDS, LingConfig
 from rcca_jax.rl.sampler import SamplerConfig
 from rcca_jax.rl.train_step import TrainConfig
+
+SCRATCH = "scratch"  # model.init_from: a new random policy written in the released format first
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """Where the policy comes from and the LingConfig fields the config file sets.
+
+    Attributes:
+      init_from: a released-format checkpoint folder (local or gs://: safetensors +
+        index, config.json, tokenizer files with a chat template,
+        generation_config.json), or "scratch": a random policy of the shape in
+        `fields` with a tokenizer trained on the training tasks, written in that
+        format into `<workdir>/init` on first use and then loaded like any other.
+      fields: LingConfig fields. With a checkpoint only `RUNTIME_FIELDS` may differ
+        from its config.json (a shape override is an error when it is opened).
+    """
+
+    init_from: str = ""
+    fields: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
 
 @dataclasses.dataclass(frozen=True)
 class DataConfig:
-    source: str = "taskfamily"  # "taskfamily" (generated) or a tasks.jsonl path
-    num_tasks: int = 32         # taskfamily only
+    """Tasks, the held-out split and the SFT data.
+
+    Attributes:
+      source: "taskfamily" (generated: `num_tasks`, `seed`) or a tasks.jsonl path.
+      eval_fraction: share of `source` held out for evaluation, chosen by a hash of
+        the task id (`rcca_jax.data.tfds_tasks.is_held_out`): the same task is held
+        out in every run, whatever else the file holds.
+      eval_source: a separate held-out tasks.jsonl instead (then `eval_fraction` must
+        be 0); tasks of `source` with an id in it are dropped from training.
+      sft_source: "references" (each training task's `meta.reference`), one or more
+        responses JSONL files separated by commas (`{task_id, response}`, e.g. other
+        models' answers), or "" for no SFT data.
+      sft_min_reward: >= 0 keeps only SFT responses whose gated reward, scored by our
+        evaluator before SFT, is at least this (rejection-sampled SFT); < 0 keeps all.
+    """
+
+    source: str = "taskfamily"
+    num_tasks: int = 32
     seed: int = 0
-    vocab_size: int = 1024      # tokenizer trained on the task family
-    tokenizer: str = ""         # path of a saved tokenizer; empty: train one in the workdir
+    eval_fraction: float = 0.25
+    eval_source: str = ""
+    sft_source: str = "references"
+    sft_min_reward: float = -1.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,22 +77,37 @@ class SFTConfig:
 @dataclasses.dataclass(frozen=True)
 class RLConfig:
     steps: int = 0
-    prompts_per_step: int = 4
+    prompts_per_step: int = 4      # over all processes; each samples its own share
     method: str = "rcca"           # "rcca" (token weights) or "grpo" (flat weights)
-    reward: str = "gated"          # "gated" (F/S/E gates + rubrics) or "pass_rate" (rubrics passed / all)
-    localization: str = "grounded"  # evaluators.localize method
-    eval_prompts: int = 8          # prompts scored after SFT and after RL (see eval_samples)
+    reward: str = "gated"          # a key of rcca_jax.train.rewards.REWARDS
+    localization: str = "grounded"  # a key of evaluators.localize.spans.METHODS
     updates_per_step: int = 1      # optimizer steps on each rollout batch (the clipped ratio keeps
                                    # later ones near the sampling policy, as in PPO epochs)
-    eval_samples: int = 0          # samples per eval prompt at the sampling temperature
-                                   # (0: one greedy answer)
-    prompts_per_sample: int = 1    # prompts per sampler call; each call's groups are evaluated
-                                   # while the next call samples (streaming)
+    prompts_per_sample: int = 1    # prompts per sampler call and process; each call's groups are
+                                   # evaluated while the next call samples (streaming)
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluationConfig:
+    """Held-out evaluation (after SFT, after RL, every N RL steps, standalone).
+
+    Attributes:
+      max_tasks: held-out tasks evaluated (0: all of them), the first by id.
+      samples: answers per task at the sampling temperature (what RL maximises);
+        0: one greedy answer.
+      every_steps: also evaluate every N RL steps (0: only after SFT and after RL).
+      after_sft: evaluate the SFT policy before RL starts.
+    """
+
+    max_tasks: int = 0
+    samples: int = 1
+    every_steps: int = 0
+    after_sft: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
 class EvaluatorConfig:
-    backend: str = "local"  # "local" process pool, or "ray" actors (rcca_jax.train.rewards.FLEETS)
+    backend: str = "local"  # a key of rcca_jax.train.rewards.FLEETS
     ray_address: str = ""   # "" starts a local Ray instance; "auto" joins a running cluster
     workers: int = 1
     pages_per_worker: int = 4
@@ -66,6 +125,20 @@ class CheckpointConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class ExportConfig:
+    """Released-format exports of the policy (`save_pretrained`) into `<workdir>/export`.
+
+    Attributes:
+      every_steps: also export every N RL steps (0: only the final policy).
+      dtype: tensor dtype of the export; "" keeps the checkpoint's own (config.json's
+        `torch_dtype`, float32 if it names none).
+    """
+
+    every_steps: int = 0
+    dtype: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
 class LogConfig:
     every_steps: int = 1
     sample_apps: int = 1            # apps logged as text per RL step
@@ -75,14 +148,16 @@ class LogConfig:
 
 @dataclasses.dataclass(frozen=True)
 class RunConfig:
-    model: LingConfig
+    model: ModelConfig
     train: TrainConfig
     sampler: SamplerConfig
     data: DataConfig
     sft: SFTConfig
     rl: RLConfig
+    eval: EvaluationConfig
     evaluator: EvaluatorConfig
     checkpoint: CheckpointConfig
+    export: ExportConfig
     log: LogConfig
     mesh: dict
     seq_len: int = 1024
@@ -90,13 +165,23 @@ class RunConfig:
 
 
 _SECTIONS = {"train": TrainConfig, "sampler": SamplerConfig, "data": DataConfig, "sft": SFTConfig,
-             "rl": RLConfig, "evaluator": EvaluatorConfig, "checkpoint": CheckpointConfig,
-             "log": LogConfig}
-_CHOICES = {("rl", "method"): ("rcca", "grpo"), ("rl", "reward"): ("gated", "pass_rate"),
-            ("evaluator", "backend"): ("local", "ray"),
-            ("rl", "localization"): ("grounded", "text", "naive"),
-            ("train", "weight_norm"): ("none", "row_mean"), ("train", "optimizer"): ("adamw", "sgd"),
-            ("train", "agg"): ("seq-mean-token-mean", "token-mean", "seq-mean-token-sum-norm")}
+             "rl": RLConfig, "eval": EvaluationConfig, "evaluator": EvaluatorConfig,
+             "checkpoint": CheckpointConfig, "export": ExportConfig, "log": LogConfig}
+_TOP = {"model", "mesh", "seq_len", "seed"}
+
+
+def _registries() -> dict[tuple[str, str], Mapping]:
+    """Each choice and the registry whose keys are its valid values."""
+    from evaluators.localize.spans import METHODS
+    from rcca_jax.rl.loss import AGGREGATORS, KL_ESTIMATORS, WEIGHT_NORMS
+    from rcca_jax.rl.train_step import LR_SCHEDULES, OPTIMIZERS
+    from rcca_jax.train.rewards import FLEETS, REWARDS
+
+    return {("rl", "method"): {"rcca": None, "grpo": None}, ("rl", "reward"): REWARDS,
+            ("rl", "localization"): METHODS, ("evaluator", "backend"): FLEETS,
+            ("train", "weight_norm"): WEIGHT_NORMS, ("train", "optimizer"): OPTIMIZERS,
+            ("train", "agg"): AGGREGATORS, ("train", "kl_estimator"): KL_ESTIMATORS,
+            ("train", "lr_schedule"): LR_SCHEDULES}
 
 
 def _section(name: str, cls, values: dict[str, Any]):
@@ -104,37 +189,137 @@ def _section(name: str, cls, values: dict[str, Any]):
     unknown = sorted(set(values) - fields)
     if unknown:
         raise ConfigError(f"config.{name}: unknown field(s) {unknown}; expected some of {sorted(fields)}")
-    for (sec, key), allowed in _CHOICES.items():
-        if sec == name and key in values and values[key] not in allowed:
-            raise ConfigError(f"config.{name}.{key}={values[key]!r}: expected one of {list(allowed)}")
+    for (sec, key), registry in _registries().items():
+        if sec == name and key in values and values[key] not in registry:
+            raise ConfigError(f"config.{name}.{key}={values[key]!r}: expected one of {sorted(registry)}")
     try:
         return cls(**values)
     except (TypeError, ValueError) as e:
         raise ConfigError(f"config.{name}: {e}") from e
 
 
+def model_section(values: dict[str, Any]) -> ModelConfig:
+    """`config.model`: `init_from` plus LingConfig fields (unknown names are errors)."""
+    values = dict(values)
+    init_from = str(values.pop("init_from", "") or "")
+    known = {f.name for f in dataclasses.fields(LingConfig)}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ConfigError(f"config.model: unknown field(s) {unknown}; expected init_from or "
+                          f"LingConfig fields {sorted(known)}")
+    if not init_from:
+        raise ConfigError("config.model.init_from: missing; give a released-format checkpoint "
+                          f"folder (--config.model.init_from=DIR) or {SCRATCH!r}")
+    if init_from == SCRATCH:
+        try:
+            LingConfig(**values)  # the shape a scratch policy is built with must be valid
+        except (TypeError, ValueError) as e:
+            raise ConfigError(f"config.model: {e}") from e
+    return ModelConfig(init_from=init_from, fields=values)
+
+
+def _check(cfg: RunConfig) -> None:
+    rl, ev = cfg.rl, cfg.eval
+    if cfg.sampler.group_size < 2 and rl.steps:
+        raise ConfigError("config.sampler.group_size: GRPO needs at least 2 samples per prompt")
+    if rl.updates_per_step < 1:
+        raise ConfigError(f"config.rl.updates_per_step={rl.updates_per_step} must be >= 1")
+    if rl.steps and not 1 <= rl.prompts_per_sample <= rl.prompts_per_step:
+        raise ConfigError(f"config.rl.prompts_per_sample={rl.prompts_per_sample} must be in "
+                          f"[1, config.rl.prompts_per_step={rl.prompts_per_step}]")
+    if ev.samples < 0 or ev.max_tasks < 0:
+        raise ConfigError(f"config.eval: samples={ev.samples} and max_tasks={ev.max_tasks} must be >= 0")
+    d = cfg.data
+    if not d.source:
+        raise ConfigError("config.data.source: missing; give 'taskfamily' or a tasks.jsonl "
+                          "(--config.data.source=PATH)")
+    if not 0.0 <= d.eval_fraction < 1.0:
+        raise ConfigError(f"config.data.eval_fraction={d.eval_fraction} must be in [0, 1)")
+    if d.eval_source and d.eval_fraction:
+        raise ConfigError("config.data: give either eval_source or eval_fraction, not both "
+                          f"(eval_fraction={d.eval_fraction}, eval_source={d.eval_source!r})")
+    if cfg.sft.steps and not d.sft_source:
+        raise ConfigError(f"config.sft.steps={cfg.sft.steps} needs config.data.sft_source")
+    if cfg.sampler.max_new_tokens >= cfg.seq_len:
+        raise ConfigError(f"config.sampler.max_new_tokens={cfg.sampler.max_new_tokens} leaves no "
+                          f"room for a prompt in config.seq_len={cfg.seq_len}")
+
+
 def run_config(cd: ml_collections.ConfigDict, n_devices: int) -> RunConfig:
     """Validates a loaded config file into a RunConfig (errors name the field)."""
     d = _plain(cd)
-    known = set(_SECTIONS) | {"model", "mesh", "seq_len", "seed", "batch_size"}
+    known = set(_SECTIONS) | _TOP
     unknown = sorted(set(d) - known)
     if unknown:
         raise ConfigError(f"config: unknown section(s) {unknown}; expected some of {sorted(known)}")
     sections = {name: _section(name, cls, dict(d.get(name, {}))) for name, cls in _SECTIONS.items()}
-    if sections["sampler"].group_size < 2 and sections["rl"].steps:
-        raise ConfigError("config.sampler.group_size: GRPO needs at least 2 samples per prompt")
-    rl = sections["rl"]
-    if rl.updates_per_step < 1:
-        raise ConfigError(f"config.rl.updates_per_step={rl.updates_per_step} must be >= 1")
-    if rl.eval_samples < 0:
-        raise ConfigError(f"config.rl.eval_samples={rl.eval_samples} must be >= 0")
-    if rl.steps and not 1 <= rl.prompts_per_sample <= rl.prompts_per_step:
-        raise ConfigError(f"config.rl.prompts_per_sample={rl.prompts_per_sample} must be in "
-                          f"[1, config.rl.prompts_per_step={rl.prompts_per_step}]")
-    if sections["rl"].steps and sections["sampler"].temperature != sections["train"].temperature:
-        # The ratio's old log-probs are under the tempered policy; the step must recompute the same.
-        raise ConfigError(f"config.train.temperature={sections['train'].temperature} must equal "
-                          f"config.sampler.temperature={sections['sampler'].temperature}")
-    return RunConfig(model=model_config(d.get("model", {})),
-                     mesh=mesh_shape(d.get("mesh", {"fsdp": -1}), n_devices),
-                     seq_len=int(d.get("seq_len", 1024)), seed=int(d.get("seed", 0)), **sections)
+    cfg = RunConfig(model=model_section(d.get("model", {})),
+                    mesh=mesh_shape(d.get("mesh", {"fsdp": -1}), n_devices),
+                    seq_len=int(d.get("seq_len", 1024)), seed=int(d.get("seed", 0)), **sections)
+    _check(cfg)
+    return cfg
+
+
+_OPTIONAL = {"float | None": float, "int | None": int, "str | None": str, "bool | None": bool}
+
+
+def _default(f: dataclasses.Field):
+    if f.default is not dataclasses.MISSING:
+        value = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
+    else:
+        return dataclasses.MISSING
+    if value is None:  # typed, so the command line can set it (ml-collections placeholder)
+        kind = _OPTIONAL.get(str(f.type))
+        return ml_collections.config_dict.placeholder(kind) if kind else dataclasses.MISSING
+    return value
+
+
+def complete(cd: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
+    """Fills every section with all its dataclass's fields at their defaults (values the
+    file sets stay), so any field can be set on the command line, e.g.
+    `--config.train.kl_coef=0.01`. The model section gets `init_from` and the run-time
+    fields (`RUNTIME_FIELDS`) only: a checkpoint's shape comes from its config.json.
+    """
+    with cd.unlocked():
+        for name, cls in _SECTIONS.items():
+            if name not in cd:
+                cd[name] = ml_collections.ConfigDict()
+            for f in dataclasses.fields(cls):
+                value = _default(f)
+                if f.name not in cd[name] and value is not dataclasses.MISSING:
+                    cd[name][f.name] = value
+        if "model" not in cd:
+            cd.model = ml_collections.ConfigDict()
+        lf = {f.name: f for f in dataclasses.fields(LingConfig)}
+        for name in ("init_from",) + RUNTIME_FIELDS:
+            if name not in cd.model:
+                cd.model[name] = "" if name == "init_from" else _default(lf[name])
+        for name, value in (("seed", 0), ("seq_len", 1024)):
+            if name not in cd:
+                cd[name] = value
+    return cd
+
+
+def checkpoint_overrides(model: ModelConfig, ckpt: LingConfig, where: str) -> dict[str, Any]:
+    """The config file's LingConfig fields to apply over a checkpoint's config.json.
+
+    Run-time fields (`RUNTIME_FIELDS`) are returned; any other field must equal the
+    checkpoint's value.
+
+    Raises:
+      ConfigError: a shape field differs from the checkpoint's, naming both values and
+        the checkpoint's config.json (`where`).
+    """
+    out = {}
+    for k, v in model.fields.items():
+        if k in RUNTIME_FIELDS:
+            out[k] = v
+            continue
+        have = getattr(ckpt, k)
+        if (tuple(v) if isinstance(v, list) else v) != have:
+            raise ConfigError(f"config.model.{k}={v!r} differs from {where} ({k}={have!r}): the "
+                              f"shape of a checkpoint cannot be overridden; only {list(RUNTIME_FIELDS)} "
+                              "may be set with model.init_from")
+    return out

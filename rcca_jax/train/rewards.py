@@ -55,6 +55,7 @@ class Pending:
     handle: object
     submitted: float
     queue_depth: int
+    localize: bool = True
 
 
 def response_text(tokenizer, ids: Sequence[int]) -> tuple[str, bool]:
@@ -110,8 +111,16 @@ class Fleet:
     def close(self) -> None:
         pass
 
-    def submit(self, task_ids: Sequence[str], response_ids: Sequence[Sequence[int]]) -> Pending:
-        """Hands rows to the fleet; blocks only while the fleet's queue is full."""
+    def score_rows(self, rows: list[dict]) -> list[dict]:
+        """Scores rows {task_id, response, ...} as they are: their records, in order."""
+        return self._collect(self._submit(rows))
+
+    def submit(self, task_ids: Sequence[str], response_ids: Sequence[Sequence[int]],
+               localize: bool = True) -> Pending:
+        """Hands rows to the fleet; blocks only while the fleet's queue is full.
+
+        `localize` False (evaluation) scores without localizing: flat weights.
+        """
         rows, aligned = [], []
         for i, (tid, ids) in enumerate(zip(task_ids, response_ids)):
             text, ok = response_text(self.tokenizer, ids)
@@ -120,7 +129,7 @@ class Fleet:
         depth = self._depth()
         t0 = time.perf_counter()
         handle = self._submit(rows)
-        return Pending([list(x) for x in response_ids], aligned, handle, t0, depth)
+        return Pending([list(x) for x in response_ids], aligned, handle, t0, depth, localize)
 
     def collect(self, pending: Pending) -> Scored:
         """Waits for a submitted part; returns its rewards and base weights."""
@@ -136,8 +145,8 @@ class Fleet:
             w, d = np.ones(len(ids), np.float32), np.zeros(len(ids), bool)
             if rec.get("status") == "ok" and rec.get("reward") is not None:
                 rewards[i], valid[i] = self.reward_of(rec), True
-                if self.method is None:
-                    pass  # flat weights (plain GRPO): localization would be thrown away
+                if self.method is None or not pending.localize:
+                    pass  # flat weights (plain GRPO, evaluation): localization would be thrown away
                 elif pending.aligned[i]:
                     try:
                         loc = localize_record(rec, self.method, self.tokenizer, ids,
@@ -154,8 +163,9 @@ class Fleet:
         return Scored(rewards, valid, w_out, d_out, records, done - pending.submitted, errors,
                       done - t_wait, pending.queue_depth)
 
-    def score(self, task_ids: Sequence[str], response_ids: Sequence[Sequence[int]]) -> Scored:
-        return self.collect(self.submit(task_ids, response_ids))
+    def score(self, task_ids: Sequence[str], response_ids: Sequence[Sequence[int]],
+              localize: bool = True) -> Scored:
+        return self.collect(self.submit(task_ids, response_ids, localize))
 
 
 class LocalFleet(Fleet):

@@ -8,7 +8,7 @@ import optax
 from flax import nnx
 
 from rcca_jax.models.logprobs import token_logprobs
-from rcca_jax.rl.train_step import TrainState
+from rcca_jax.rl.train_step import TrainState, abstract_state, is_abstract
 from rcca_jax.train.config import SFTConfig
 
 
@@ -18,8 +18,12 @@ def sft_optimizer(cfg: SFTConfig, max_grad_norm: float = 1.0) -> optax.GradientT
 
 
 def init_sft_state(model: nnx.Module, cfg: SFTConfig) -> tuple[nnx.GraphDef, TrainState]:
+    """(graphdef, the SFT train state); abstract when the model is (to restore into)."""
+    tx = sft_optimizer(cfg)
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
-    return graphdef, TrainState(params, rest, sft_optimizer(cfg).init(params), jnp.zeros((), jnp.int32))
+    if is_abstract(params):
+        return abstract_state(model, tx)
+    return graphdef, TrainState(params, rest, tx.init(params), jnp.zeros((), jnp.int32))
 
 
 def _masked_ce(h, head, targets, mask, chunk):

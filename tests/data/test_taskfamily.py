@@ -138,13 +138,21 @@ def test_prompt_text_is_a_fixed_frame(tasks):
         tasks[0]["prompt"], "")
 
 
-def test_load_or_train_saves_then_loads(tasks, tmp_path):
-    first = tk.load_or_train(tmp_path / "tok", tasks[:70], vocab_size=512)
-    again = tk.load_or_train(tmp_path / "tok", [], vocab_size=512)
+def test_tokenizer_saves_with_its_chat_template(tasks, tmp_path):
+    from transformers import AutoTokenizer
+
+    first = tk.train_tokenizer(tk.training_texts(tasks[:70]), vocab_size=512)
+    first.save_pretrained(str(tmp_path / "tok"))
+    again = AutoTokenizer.from_pretrained(str(tmp_path / "tok"))
     text = tk.training_texts(tasks[:1])[0]
     assert again(text)["input_ids"] == first(text)["input_ids"]
     assert again.decode(again(text)["input_ids"]) == text
     assert (again.pad_token_id, again.eos_token_id, again.bos_token_id) == (0, 1, 2)
+    msgs = [{"role": "user", "content": tasks[0]["prompt"]}]
+    assert again.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True) == \
+        tk.prompt_text(tasks[0])
+    full = again.apply_chat_template(msgs + [{"role": "assistant", "content": "X"}], tokenize=False)
+    assert full == tk.prompt_text(tasks[0]) + "X<eos>"
 
 
 def _without_script(response: str) -> str:

@@ -151,3 +151,87 @@ def test_sampled_logprobs_equal_fresh_forward(scfg):
 def test_left_pad_rejects_empty_prompt():
     with pytest.raises(ValueError, match="at least one token"):
         left_pad([[1], []], 0)
+
+
+def test_sampled_rows_do_not_depend_on_their_batch():
+    """A row's draws depend on its key, its prompt's id and the policy only: sampling two
+    prompts together or one call each gives the same rollouts (multi-host relies on this)."""
+    model = Ling(CFG, nnx.Rngs(4))
+    scfg = SamplerConfig(max_new_tokens=8, temperature=1.0, group_size=2)
+    prompts = [[5, 6, 7], [9, 10, 11, 12]]
+    key = jax.random.PRNGKey(11)
+    both = sample(model, prompts, key, scfg, width=6, prompt_ids=[3, 4])
+    for i in range(2):
+        one = sample(model, prompts[i:i + 1], key, scfg, width=6, prompt_ids=[3 + i])
+        np.testing.assert_array_equal(one.tokens, both.tokens[2 * i:2 * i + 2])
+        np.testing.assert_allclose(one.logprobs, both.logprobs[2 * i:2 * i + 2], atol=1e-6)
+    other = sample(model, prompts, key, scfg, width=6, prompt_ids=[5, 6])
+    assert not np.array_equal(other.tokens, both.tokens)  # ids name the key schedule
+
+
+def test_warmup_starts_from_zero_learning_rate():
+    cfg = dataclasses.replace(TRAIN, warmup_steps=4)
+    state, metrics = run(cfg, make_batch())
+    _, init = init_state(Ling(CFG, nnx.Rngs(0)), cfg)
+    assert metrics["optim/learning_rate"] == 0.0
+    for p, a in flat(state).items():
+        np.testing.assert_array_equal(a, flat(init)[p])  # lr 0 at step 0: nothing moves
+    _, m2 = run(cfg, make_batch(), steps=3)
+    assert m2["optim/learning_rate"] == pytest.approx(TRAIN.learning_rate * 2 / 4)
+    cos = dataclasses.replace(TRAIN, lr_schedule="cosine", warmup_steps=1, decay_steps=4,
+                              lr_end_factor=0.1)
+    _, m3 = run(cos, make_batch(), steps=6)
+    assert m3["optim/learning_rate"] == pytest.approx(TRAIN.learning_rate * 0.1)
+
+
+def _kl_reference_np(policy: Ling, ref: Ling, batch: dict, temperature: float) -> float:
+    """k3 KL(pi || pi_ref) on the batch's sampled tokens, token mean, in float64 from logits."""
+    def logp(model):
+        logits = np.asarray(model(jnp.asarray(batch["tokens"][:, :-1])), np.float64) / temperature
+        logits -= logits.max(-1, keepdims=True)
+        lse = np.log(np.exp(logits).sum(-1))
+        tgt = batch["tokens"][:, 1:]
+        return np.take_along_axis(logits, tgt[..., None], -1)[..., 0] - lse
+    log_r = logp(ref) - logp(policy)
+    m = batch["loss_mask"][:, 1:].astype(np.float64)
+    return float(((np.exp(log_r) - 1.0 - log_r) * m).sum() / m.sum())
+
+
+def test_kl_term_matches_a_float64_reference():
+    from rcca_jax.rl.train_step import make_reference, reference_logprobs
+
+    temperature = 0.7
+    batch = make_batch(2)
+    policy, ref_model = Ling(CFG, nnx.Rngs(5)), Ling(CFG, nnx.Rngs(6))
+    cfg = dataclasses.replace(TRAIN, kl_coef=0.5)
+    graphdef, state = init_state(policy, cfg)
+    _, ref_state = init_state(ref_model, cfg)
+    ref = make_reference(ref_state, jnp.float32)
+    batch["ref_logp"] = np.asarray(reference_logprobs(graphdef, ref, {k: jnp.asarray(v) for k, v in batch.items()},
+                                                      chunk=8, temperature=temperature))
+    assert np.all(batch["ref_logp"][:, 0] == 0.0)
+    want = _kl_reference_np(policy, ref_model, batch, temperature)  # before the step donates them
+    state, fn = compile_train_step(graphdef, cfg, state, batch, temperature=temperature)
+    _, metrics = fn(state, {k: jnp.asarray(v) for k, v in batch.items()})
+    assert metrics["loss/kl"] == pytest.approx(want, rel=1e-4)
+    assert want > 1e-3  # two different random policies: a KL that could have been 0 is no test
+    # The policy against itself: the reference's log-probs are its own, and the KL is 0.
+    own = make_reference(init_state(Ling(CFG, nnx.Rngs(5)), cfg)[1], jnp.float32)
+    b2 = dict(batch, ref_logp=np.asarray(reference_logprobs(
+        graphdef, own, {k: jnp.asarray(v) for k, v in batch.items()}, chunk=8, temperature=temperature)))
+    graphdef, state = init_state(Ling(CFG, nnx.Rngs(5)), cfg)
+    state, fn = compile_train_step(graphdef, cfg, state, b2, temperature=temperature)
+    _, m2 = fn(state, {k: jnp.asarray(v) for k, v in b2.items()})
+    assert abs(float(m2["loss/kl"])) < 1e-6
+
+
+def test_kl_coef_zero_is_the_plain_step(reference_run):
+    state, metrics = reference_run
+    batch = make_batch()
+    batch["ref_logp"] = np.random.RandomState(0).uniform(-5, -1, batch["old_logp"].shape).astype(np.float32)
+    state_kl0, metrics_kl0 = run(TRAIN, batch)  # kl_coef = 0: ref_logp is ignored
+    assert metrics_kl0["loss/total"] == metrics["loss/total"] and "loss/kl" not in metrics_kl0
+    for p, a in flat(state).items():
+        np.testing.assert_array_equal(flat(state_kl0)[p], a)
+    with pytest.raises(ValueError, match="ref_logp"):
+        run(dataclasses.replace(TRAIN, kl_coef=0.1), make_batch())

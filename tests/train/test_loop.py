@@ -34,7 +34,7 @@ def metrics(workdir: Path) -> dict[int, dict]:
 def test_prompt_stream_state_round_trip(tmp_path):
     from rcca_jax.data import tfds_tasks
 
-    source = tfds_tasks.prepare(tmp_path / "tfds", tfds_tasks.tasks_config("taskfamily", 5, 0))
+    source = tfds_tasks.prepare(tmp_path / "tfds", tfds_tasks.tasks_config("taskfamily", 5, 0))  # no held-out
     a = PromptStream(source, seed=3)
     first = a.next(7)
     b = PromptStream(source, seed=3, state=a.state())
@@ -46,23 +46,47 @@ def test_tiny_configs_validate():
     for arg in (None, "grpo", "smoke"):
         spec = "configs/tiny.py" + (f":{arg}" if arg else "")
         cfg = run_config(configs.load(str(REPO / spec)), 8)
-        assert cfg.sampler.group_size >= 2
-    with pytest.raises(configs.ConfigError, match="rl.method"):
+        assert cfg.sampler.group_size >= 2 and cfg.model.init_from == "scratch"
+    for section, key, value, match in (
+            ("rl", "method", "ppo", "rl.method"),
+            ("rl", "reward", "length", "rl.reward='length'"),  # validated against REWARDS itself
+            ("rl", "localization", "guess", "rl.localization"),
+            ("train", "lr_schedule", "step", "train.lr_schedule"),
+            ("evaluator", "backend", "slurm", "evaluator.backend"),
+            ("rl", "prompts_per_sample", 4, "rl.prompts_per_sample=4"),
+            ("rl", "prompts_per_sample", 0, "rl.prompts_per_sample=0"),
+            ("rl", "updates_per_step", 0, "rl.updates_per_step=0"),
+            ("eval", "samples", -1, "eval: samples=-1"),
+            ("data", "eval_fraction", 1.0, "data.eval_fraction=1.0")):
         cd = configs.load(str(REPO / "configs/tiny.py"))
-        cd.rl.method = "ppo"
-        run_config(cd, 8)
-    for key, value, match in (("prompts_per_sample", 4, "rl.prompts_per_sample=4"),
-                              ("prompts_per_sample", 0, "rl.prompts_per_sample=0"),
-                              ("updates_per_step", 0, "rl.updates_per_step=0"),
-                              ("eval_samples", -1, "rl.eval_samples=-1")):
-        cd = configs.load(str(REPO / "configs/tiny.py"))
-        cd.rl[key] = value
+        cd[section][key] = value
         with pytest.raises(configs.ConfigError, match=match.replace(".", r"\.")):
             run_config(cd, 8)
+
+
+@pytest.mark.parametrize("edit, match", [
+    (lambda cd: cd.train.__setitem__("temperature", 1.0), r"config\.train: unknown field\(s\) \['temperature'\]"),
+    (lambda cd: cd.model.__setitem__("init_from", ""), r"config\.model\.init_from: missing"),
+    (lambda cd: cd.model.__setitem__("hidden_sise", 8), r"config\.model: unknown field\(s\) \['hidden_sise'\]"),
+    (lambda cd: cd.data.__setitem__("source", ""), r"config\.data\.source: missing"),
+    (lambda cd: cd.data.__setitem__("eval_source", "x.jsonl"), "either eval_source or eval_fraction"),
+], ids=["one-temperature", "no-init", "model-typo", "no-source", "two-splits"])
+def test_config_errors_name_the_field(edit, match):
     cd = configs.load(str(REPO / "configs/tiny.py"))
-    cd.train.temperature = 1.0  # the sampler's is 0.7: the ratio would compare different policies
-    with pytest.raises(configs.ConfigError, match="temperature"):
+    with cd.unlocked():
+        edit(cd)
+    with pytest.raises(configs.ConfigError, match=match):
         run_config(cd, 8)
+
+
+def test_ling_flash_configs_validate():
+    for arg in (None, "mini"):
+        cd = configs.load(str(REPO / "configs/ling_flash.py" + (f":{arg}" if arg else "")))
+        cd.model.init_from = "/some/checkpoint"
+        cd.data.source = "tasks.jsonl"
+        cfg = run_config(cd, 8 if arg else 64)
+        assert cfg.model.fields["moe_dispatch"] == "capacity" and cfg.train.kl_coef > 0
+    assert cfg.mesh == {"data": 2, "fsdp": 2, "expert": 2, "tensor": 1}
 
 
 @pytest.mark.browser
@@ -79,6 +103,18 @@ def test_two_steps_then_resume_exactly(tmp_path):
     assert {0, 1, 2, 3} <= set(m_full)  # 2 SFT + 2 RL global steps
     assert "reward/mean" in m_full[3] and "loss/pg" in m_full[3]
     assert (full / "tb").is_dir() and any((full / "tb").iterdir())
+    # The same path as a released model: a scratch checkpoint, held-out evaluation, an export.
+    assert (full / "init" / "config.json").is_file() and (full / "init" / "chat_template.jinja").is_file()
+    report = json.loads((full / "eval" / "rl" / "report.json").read_text())
+    held = json.loads((full / "eval" / "sft" / "report.json").read_text())["meta"]
+    assert report["meta"]["answers"] == 2 * 2 and held["tasks"] == 2
+    train_ids = {json.loads(x)["id"] for x in (full / "tasks.jsonl").read_text().splitlines()}
+    evaluated = {json.loads(x)["task_id"] for x in
+                 (full / "eval" / "rl" / "records.jsonl").read_text().splitlines()}
+    from rcca_jax.data.tfds_tasks import is_held_out
+    assert evaluated <= train_ids and all(is_held_out(t, 0.25) for t in evaluated)
+    assert "data: " in p.stderr and "tasks/held_out=" in p.stderr
+    assert (full / "export" / "final" / "model.safetensors.index.json").is_file()
 
     part = tmp_path / "part"
     p1 = launch(part, "--config.rl.steps=1")

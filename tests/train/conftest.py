@@ -1,0 +1,55 @@
+"""Launcher runs of the real path at toy size: a tiny released-format checkpoint and tasks."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.train import mini
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def launcher(config: str, workdir: Path, *overrides: str, devices: int = 1, process: tuple | None = None,
+             timeout: int = 1500, wait: bool = True):
+    """Runs `python -m rcca_jax.launch` on `devices` CPU devices (per process).
+
+    process: (coordinator, number of processes, this process's id) for a multi-process run;
+    then the process is returned running (wait for it with `finish`).
+    """
+    cmd = [sys.executable, "-m", "rcca_jax.launch", f"--config={config}", f"--workdir={workdir}", *overrides]
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    if devices > 1:
+        env["XLA_FLAGS"] = f"--xla_force_host_platform_device_count={devices}"
+    if process is not None:
+        coordinator, n, pid = process
+        cmd += [f"--coordinator={coordinator}", f"--num_processes={n}", f"--process_id={pid}"]
+    if not wait:
+        return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)
+    return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def metrics(workdir: Path) -> dict[int, dict]:
+    lines = (workdir / "metrics.jsonl").read_text().splitlines()
+    return {d["step"]: d for d in map(json.loads, lines)}
+
+
+@pytest.fixture(scope="session")
+def mini_files(tmp_path_factory):
+    """(tasks.jsonl, refs.jsonl, checkpoint folder) of the task family and a random tiny model."""
+    pytest.importorskip("torch")
+    root = tmp_path_factory.mktemp("mini")
+    tasks_path, refs_path, tasks = mini.write_tasks(root)
+    return tasks_path, refs_path, mini.write_checkpoint(root / "ckpt", tasks)
+
+
+def mini_args(files, init_from=None) -> list[str]:
+    tasks_path, refs_path, ckpt = files
+    return [f"--config.model.init_from={init_from or ckpt}", f"--config.data.source={tasks_path}",
+            f"--config.data.sft_source={refs_path}"]

@@ -1,0 +1,71 @@
+"""SFT data: responses files, the held-out rule, rejection sampling with its cache, seq_len."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from evaluators.tasks import FormatError
+from rcca_jax.train.config import DataConfig
+from rcca_jax.train.data import (IndexStream, SFTExample, filter_by_reward, load_task_data,
+                                 read_sft_examples, tokenize_examples)
+from tests.train import mini
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("data")
+    tasks_path, refs_path, tasks = mini.write_tasks(root, n=16)
+    cfg = DataConfig(source=str(tasks_path), eval_fraction=0.25, sft_source=str(refs_path))
+    return root, cfg, load_task_data(cfg, root / "work"), tasks
+
+
+def test_responses_of_held_out_tasks_never_reach_sft(data):
+    root, cfg, td, tasks = data
+    examples, counts = read_sft_examples(cfg, td)
+    assert td.eval_ids and counts["sft/held_out_dropped"] == len(td.eval_ids)
+    assert {e.task_id for e in examples} == set(td.train_ids)
+    assert counts["sft/read"] == len(tasks)
+    refs, _ = read_sft_examples(DataConfig(source=cfg.source, eval_fraction=0.25,
+                                           sft_source="references"), td)
+    assert {(e.task_id, e.response) for e in refs} == {(e.task_id, e.response) for e in examples}
+
+
+def test_unknown_task_in_a_responses_file_names_the_line(data, tmp_path):
+    root, cfg, td, _ = data
+    bad = tmp_path / "answers.jsonl"
+    bad.write_text(json.dumps({"task_id": td.train_ids[0], "response": "x"}) + "\n"
+                   + json.dumps({"task_id": "nope", "response": "x"}) + "\n")
+    with pytest.raises(FormatError, match=r"answers\.jsonl:2: field 'task_id': unknown task 'nope'"):
+        read_sft_examples(DataConfig(source=cfg.source, eval_fraction=0.25, sft_source=str(bad)), td)
+
+
+def test_rejection_sampling_keeps_the_best_and_scores_each_response_once(tmp_path):
+    examples = [SFTExample("t1", "good", "f"), SFTExample("t1", "bad", "f"), SFTExample("t2", "fault", "f")]
+    calls = []
+
+    def score(todo):
+        calls.append([e.response for e in todo])
+        return [{"good": 1.0, "bad": 0.1, "fault": None}[e.response] for e in todo]
+
+    kept, counts = filter_by_reward(examples, 0.5, tmp_path / "cache.jsonl", score)
+    assert [e.response for e in kept] == ["good"]
+    assert counts == {"sft/below_reward_dropped": 1, "sft/evaluator_error_dropped": 1}
+    again, _ = filter_by_reward(examples, 0.1, tmp_path / "cache.jsonl", score)
+    assert calls == [["good", "bad", "fault"]]  # the cache answered the second time
+    assert [e.response for e in again] == ["good", "bad"]  # 0.1 >= 0.1; an error is never kept
+
+
+def test_too_long_examples_are_skipped_whole_and_counted():
+    examples = [SFTExample("a", "x" * 3, "f"), SFTExample("b", "x" * 9, "f")]
+    pairs, too_long = tokenize_examples(examples, lambda t: [1, 2], lambda r: [7] * len(r) + [0], 8)
+    assert pairs == [([1, 2], [7, 7, 7, 0])] and too_long == 1
+
+
+def test_index_stream_resumes_exactly():
+    a = IndexStream(5, seed=1)
+    a.next(7)
+    b = IndexStream(5, seed=1, state=a.state())
+    assert a.next(6) == b.next(6)
+    assert sorted(IndexStream(5, seed=2).next(5)) == [0, 1, 2, 3, 4]
