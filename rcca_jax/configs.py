@@ -40,8 +40,9 @@ def _plain(v: Any) -> Any:
 
 
 def model_config(cd: ml_collections.ConfigDict | dict, where: str = "config.model") -> LingConfig:
-    """LingConfig from a `model` section; unknown keys are errors naming them."""
-    d = _plain(cd)
+    """LingConfig from a `model` section (LingConfig's defaults, the released model's shape,
+    for fields it leaves out; `init_from` is not a field); unknown keys are errors naming them."""
+    d = {k: v for k, v in _plain(cd).items() if k != "init_from"}
     fields = {f.name for f in dataclasses.fields(LingConfig)}
     unknown = sorted(set(d) - fields)
     if unknown:

@@ -167,11 +167,7 @@ def train_step(graphdef, cfg: TrainConfig, state: TrainState, batch: dict, *,
     if cfg.kl_coef and "ref_logp" not in batch:
         raise ValueError("TrainConfig.kl_coef > 0 needs batch['ref_logp'] (reference_logprobs)")
     denominator = loss_denominator(batch["loss_mask"][:, 1:], cfg.agg)
-    # Micro-batch m takes rows m, m + n_mb, ...: each device's block of rows holds rows of
-    # every micro-batch, so the split keeps the batch sharding (a contiguous split would
-    # put a micro-batch on a fraction of the devices and make XLA reshard the batch).
-    split = jax.tree.map(lambda a: jnp.swapaxes(a.reshape(a.shape[0] // n_mb, n_mb, *a.shape[1:]), 0, 1),
-                         batch)
+    split = jax.tree.map(lambda a: _split_micro(a, n_mb), batch)
     grad_fn = jax.value_and_grad(
         lambda p, mb: _micro_loss(graphdef, cfg, temperature, p, state.rest, mb, denominator),
         has_aux=True)
@@ -208,18 +204,37 @@ def train_step(graphdef, cfg: TrainConfig, state: TrainState, batch: dict, *,
     return TrainState(params, rest, opt_state, state.step + 1), out
 
 
+def _split_micro(a: jax.Array, n_mb: int) -> jax.Array:
+    """[B, ...] -> [n_mb, B / n_mb, ...], micro-batch m holding rows m, m + n_mb, ...
+
+    Each device's block of rows holds rows of every micro-batch, so the split keeps the
+    batch sharding (a contiguous split would put a micro-batch on a fraction of the
+    devices and make XLA reshard the batch).
+    """
+    return jnp.swapaxes(a.reshape(a.shape[0] // n_mb, n_mb, *a.shape[1:]), 0, 1)
+
+
+def _merge_micro(a: jax.Array) -> jax.Array:
+    """The inverse of `_split_micro`."""
+    return jnp.swapaxes(a, 0, 1).reshape(a.shape[0] * a.shape[1], *a.shape[2:])
+
+
 def reference_logprobs(graphdef, ref: "Reference", batch: dict, *, chunk: int,
-                       temperature: float) -> jax.Array:
+                       temperature: float, micro_batches: int = 1) -> jax.Array:
     """Log-probs [B, T] of `batch["tokens"]` under the frozen reference policy.
 
     Position t is token t as a prediction target (0 at t = 0), as `old_logp`; the
-    train step reads the result as `batch["ref_logp"]` for its KL penalty.
+    train step reads the result as `batch["ref_logp"]` for its KL penalty. The batch
+    is run `micro_batches` at a time, as the train step runs it (forward only).
     """
     model = nnx.merge(graphdef, ref.params, ref.rest)
-    tokens = batch["tokens"]
-    h, _, _ = model.hidden(tokens[:, :-1])
-    logp, _ = token_logprobs(h, model.head_kernel(), tokens[:, 1:], chunk, temperature)  # [B, T-1]
-    return jnp.pad(logp, ((0, 0), (1, 0)))
+
+    def one(tokens):  # [b, T]
+        h, _, _ = model.hidden(tokens[:, :-1])
+        logp, _ = token_logprobs(h, model.head_kernel(), tokens[:, 1:], chunk, temperature)  # [b, T-1]
+        return jnp.pad(logp, ((0, 0), (1, 0)))
+
+    return _merge_micro(jax.lax.map(one, _split_micro(batch["tokens"], micro_batches)))
 
 
 @jax.tree_util.register_dataclass
@@ -258,9 +273,10 @@ def make_reference(state: TrainState, dtype, mesh: Mesh | None = None) -> Refere
 
 
 def compile_reference_logprobs(graphdef, ref: Reference, example_batch: dict, mesh: Mesh | None, *,
-                               chunk: int, temperature: float) -> Callable:
+                               chunk: int, temperature: float, micro_batches: int = 1) -> Callable:
     """`reference_logprobs` jitted once: (ref, batch) -> ref_logp [B, T], sharded like the batch."""
-    fn = lambda r, b: reference_logprobs(graphdef, r, b, chunk=chunk, temperature=temperature)  # noqa: E731
+    fn = lambda r, b: reference_logprobs(graphdef, r, b, chunk=chunk, temperature=temperature,  # noqa: E731
+                                         micro_batches=micro_batches)
     if mesh is None:
         return jax.jit(fn)
     r_shard = Reference(sharding.state_shardings(ref.params, mesh), sharding.state_shardings(ref.rest, mesh))

@@ -92,9 +92,23 @@ def _axes(spec) -> list[str]:
     return out
 
 
+class OutOfMemory(Exception):
+    """XLA refused to compile a program: its temporaries do not fit (that is an answer too)."""
+
+    def __init__(self, program: str, temp_gb: str, compile_s: float):
+        super().__init__(f"{program}: temporaries {temp_gb} GB")
+        self.program, self.temp_gb, self.compile_s = program, temp_gb, compile_s
+
+
 def _measure(name: str, fn, args, resident_gb: float, **jit_kw) -> Program:
     t0 = time.perf_counter()
-    compiled = jax.jit(fn, **jit_kw).lower(*args).compile()
+    try:
+        compiled = jax.jit(fn, **jit_kw).lower(*args).compile()
+    except Exception as e:  # noqa: BLE001 - re-raised unless it is XLA's out-of-HBM answer
+        if "RESOURCE_EXHAUSTED" not in str(e):
+            raise
+        need = re.search(r"temporaries \(([\d.]+)G\)", str(e))
+        raise OutOfMemory(name, need.group(1) if need else "?", time.perf_counter() - t0) from None
     secs = time.perf_counter() - t0
     mem = compiled.memory_analysis()
     cost = compiled.cost_analysis()
@@ -140,7 +154,8 @@ def plan(cfg: LingConfig, train: ts.TrainConfig, temperature: float, topology: s
         def ref_step(r, b):
             with sharding.use_mesh(mesh):
                 return ts.reference_logprobs(graphdef, r, b, chunk=train.logprob_chunk,
-                                             temperature=temperature)
+                                             temperature=temperature,
+                                             micro_batches=train.micro_batches)
 
         programs.append(_measure("reference log-probs", ref_step, (ref, batch), state_gb,
                                  out_shardings=b_shard["tokens"]))
@@ -185,12 +200,9 @@ def main(argv=None) -> None:
     for topo in (SEARCH if args.topology == "search" else (args.topology,)):
         try:
             mesh, programs = plan(cfg, train, temperature, topo, args.expert, args.per_chip_batch, seq)
-        except Exception as e:  # XLA refuses to compile what cannot fit; that is an answer too
-            need = re.search(r"temporaries \(([\d.]+)G\)", str(e))
-            if "RESOURCE_EXHAUSTED" not in str(e):
-                raise
-            print(f"{topo} | - | - | - | - | {need.group(1) if need else '?'} (XLA: out of HBM) "
-                  "| - | - | - | - | - | - | no", flush=True)
+        except OutOfMemory as e:
+            print(f"{topo} | - | - | {e.program} | - | {e.temp_gb} (XLA: out of HBM) | - | - | - | - "
+                  f"| - | {e.compile_s:.0f} | no", flush=True)
             continue
         chips = int(np.prod(list(mesh.values())))
         fits = all(p.peak_gb <= args.hbm_gb for p in programs)

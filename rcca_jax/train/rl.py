@@ -223,7 +223,8 @@ def run_rl(run, model: Ling, first: int) -> Ling:
         ref = _reference(run, state, resumed)
         ref_fn = compile_reference_logprobs(graphdef, ref, example, run.mesh,
                                             chunk=cfg.train.logprob_chunk,
-                                            temperature=cfg.sampler.temperature)
+                                            temperature=cfg.sampler.temperature,
+                                            micro_batches=cfg.train.micro_batches)
     stream = PromptStream(run.data.train_source, cfg.data.seed + 1, run.meta["stream"], keep=run.fits)
     rng = jax.random.PRNGKey(run.meta["rng"])
     bar = run.bar(cfg.rl.steps, first - start, "rl")

@@ -210,6 +210,9 @@ def test_kl_term_matches_a_float64_reference():
     batch["ref_logp"] = np.asarray(reference_logprobs(graphdef, ref, {k: jnp.asarray(v) for k, v in batch.items()},
                                                       chunk=8, temperature=temperature))
     assert np.all(batch["ref_logp"][:, 0] == 0.0)
+    micro = reference_logprobs(graphdef, ref, {k: jnp.asarray(v) for k, v in batch.items()}, chunk=8,
+                               temperature=temperature, micro_batches=4)
+    np.testing.assert_allclose(np.asarray(micro), batch["ref_logp"], rtol=2e-6, atol=1e-6)  # rows in place
     want = _kl_reference_np(policy, ref_model, batch, temperature)  # before the step donates them
     state, fn = compile_train_step(graphdef, cfg, state, batch, temperature=temperature)
     _, metrics = fn(state, {k: jnp.asarray(v) for k, v in batch.items()})

@@ -10,11 +10,14 @@ export, then a resume.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from tests.train.conftest import launcher, metrics, mini_args
+from tests.train.conftest import REPO, launcher, metrics, mini_args
 
 CONFIG = "configs/ling_flash.py:mini"
 
@@ -58,3 +61,14 @@ def test_mini_twin_runs_the_real_path_then_resumes(mini_files, tmp_path):
     np.testing.assert_allclose(np.asarray(ours(jnp.asarray(tokens))), want, atol=1e-4)
     src = json.loads((mini_files[2] / "config.json").read_text())
     assert json.loads((export / "config.json").read_text())["hidden_size"] == src["hidden_size"]
+
+    # Standalone evaluation of the export: the same tables, without training.
+    cmd = [sys.executable, "-m", "rcca_jax.evaluate", f"--config={CONFIG}", f"--workdir={work}",
+           f"--checkpoint={export}", "--tag=standalone", *mini_args(mini_files)[1:]]
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    env["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+    ev = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1200, env=env)
+    assert ev.returncode == 0, ev.stderr[-4000:]
+    assert "Overall" in ev.stdout and "Perfect" in ev.stdout
+    alone = json.loads((work / "eval" / "standalone" / "report.json").read_text())
+    assert alone["meta"]["answers"] == 4 and (work / "eval" / "standalone" / "report.md").is_file()
