@@ -81,9 +81,9 @@ def test_config_errors_name_the_field(edit, match):
 
 def test_ling_flash_configs_validate():
     for arg in (None, "mini"):
-        cd = configs.load(str(REPO / "configs/ling_flash.py" + (f":{arg}" if arg else "")))
+        cd = configs.load(str(REPO / "configs/ling_flash.py") + (f":{arg}" if arg else ""))
         cd.model.init_from = "/some/checkpoint"
-        cd.data.source = "tasks.jsonl"
+        cd.data.source, cd.data.sft_source = "tasks.jsonl", "answers.jsonl"
         cfg = run_config(cd, 8 if arg else 64)
         assert cfg.model.fields["moe_dispatch"] == "capacity" and cfg.train.kl_coef > 0
     assert cfg.mesh == {"data": 2, "fsdp": 2, "expert": 2, "tensor": 1}
