@@ -40,7 +40,8 @@ def host_batch(vocab: int, b: int, t: int, weighted: bool) -> dict:
         "advantages": rs.normal(0, 1, b).astype(np.float32),
     }
     if weighted:
-        batch["weights"] = rs.uniform(1, 4, (b, t)).astype(np.float32)
+        batch["weights_base"] = rs.uniform(1, 4, (b, t)).astype(np.float32)
+        batch["diagnosed"] = rs.uniform(0, 1, (b, t)) < 0.2
     return batch
 
 

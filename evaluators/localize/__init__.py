@@ -5,5 +5,5 @@ tree-sitter):
 
 - ``graph``: ``build_graph`` builds the code graph of a single-file app (records in ``model``).
 - ``tokens``: character ranges of the sampled tokens and ``span_mask``.
-- ``weights``: ``WeightConfig``, ``base_weights`` and the advantage-sign ``asymmetric_weights``.
+- ``weights``: ``WeightConfig`` and ``base_weights`` (the advantage-sign rule is the trainer's).
 """

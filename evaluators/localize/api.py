@@ -3,8 +3,8 @@
 ``localize_record`` builds the code graph once per record, localizes every localizable
 diagnostic (``spans.localize``) and, given the policy's tokenizer, turns the spans of the
 diagnostics that cost the response reward into ``weights.base_weights`` over the sampled
-tokens. The advantage-sign step (``weights.asymmetric_weights``) is the trainer's: it needs
-the group's advantages, which a record does not have.
+tokens. The advantage-sign step (``rcca_jax.rl.loss.token_weights``) is the trainer's: it
+needs the group's advantages, which a record does not have.
 """
 
 from __future__ import annotations

@@ -49,19 +49,22 @@ def group_advantages(rewards: jax.Array, valid: jax.Array, group_size: int,
 
 
 def token_weights(base: jax.Array, diagnosed: jax.Array, advantages: jax.Array, *,
-                  c: float = 1.2) -> jax.Array:
-    """Final per-token weights by the sign of each response's advantage.
+                  positive_other: float = 1.2, positive_diagnosed: float = 1.0) -> jax.Array:
+    """Final per-token weights by the sign of each response's advantage (the method's rule).
 
-    A_i < 0: the localization weights `base` (penalty focused on blamed code);
-    A_i >= 0: 1 on diagnosed tokens and c elsewhere. Same rule as the CPU
-    side's `evaluators.localize.weights.asymmetric_weights_batch`.
+    A_i < 0: the localization weights `base` (the penalty focused on blamed code:
+    direct 3, context 1.5, other 1, accumulated and capped by the localizer);
+    A_i >= 0: `positive_diagnosed` on diagnosed tokens and `positive_other`
+    elsewhere, so reinforcing a partly good response leans away from the code the
+    diagnostics point at. This is the rule's only implementation; the train step
+    applies it inside the jitted step.
 
     Args:
       base: float [B, T]; diagnosed: bool [B, T]; advantages: float [B].
     Returns:
       float32 [B, T].
     """
-    positive = jnp.where(diagnosed, 1.0, c)
+    positive = jnp.where(diagnosed, positive_diagnosed, positive_other)
     return jnp.where(advantages[:, None] < 0, base.astype(jnp.float32), positive).astype(jnp.float32)
 
 

@@ -8,8 +8,9 @@ target, so position 0 is never counted):
   loss_mask  bool  [B, T]   response tokens that count (False: prompt, pad, `error` rows)
   old_logp   f32   [B, T]   log-prob of each token under the sampling policy
   advantages f32   [B]
-  weights    f32   [B, T]   final token weights (`token_weights`); leave the key
-                            out for plain, unweighted GRPO
+  weights_base f32 [B, T]   localization's base weight of each token (1 where nothing
+                            is blamed); with `diagnosed`, leave both out for plain GRPO
+  diagnosed  bool  [B, T]   tokens some counted diagnostic blames
   ref_logp   f32   [B, T]   log-prob of each token under the frozen reference policy
                             (`reference_logprobs`); only when the KL penalty is on
 
@@ -34,7 +35,7 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 from rcca_jax import sharding
 from rcca_jax.models.logprobs import token_logprobs
 from rcca_jax.models.moe import ExpertBias, update_expert_bias
-from rcca_jax.rl.loss import WEIGHT_NORMS, kl_penalty, loss_denominator, policy_loss
+from rcca_jax.rl.loss import WEIGHT_NORMS, kl_penalty, loss_denominator, policy_loss, token_weights
 
 
 
@@ -62,6 +63,9 @@ class TrainConfig:
     expert_bias_rate: float = 1e-3
     expert_bias_zero_mean: bool = True
     weight_norm: str = "none"  # "none" (the weights as given) or "row_mean" (loss.WEIGHT_NORMS)
+    # The A >= 0 side of the asymmetric rule (`loss.token_weights`); A < 0 rows take the base weights.
+    positive_other: float = 1.2
+    positive_diagnosed: float = 1.0
 
 
 @jax.tree_util.register_dataclass
@@ -125,13 +129,21 @@ def _micro_loss(graphdef, cfg: TrainConfig, temperature: float, params, rest, mb
     logp, ent = token_logprobs(h, model.head_kernel(), mb["tokens"][:, 1:], cfg.logprob_chunk,
                                temperature)  # [B, T-1]
     mask = mb["loss_mask"][:, 1:]
-    weights = mb["weights"][:, 1:] if "weights" in mb else jnp.ones_like(logp)
-    weights = WEIGHT_NORMS[cfg.weight_norm](weights, mask.astype(jnp.float32))
+    m = mask.astype(jnp.float32)
+    if "weights_base" in mb:
+        weights = token_weights(mb["weights_base"][:, 1:], mb["diagnosed"][:, 1:], mb["advantages"],
+                                positive_other=cfg.positive_other,
+                                positive_diagnosed=cfg.positive_diagnosed)
+        dir_neg = (mb["diagnosed"][:, 1:] & (mb["advantages"][:, None] < 0)).astype(jnp.float32) * m
+        w_sums = {"w": (weights * m).sum(), "w_dir": (weights * dir_neg).sum(), "n_dir": dir_neg.sum(),
+                  "n_diag": (mb["diagnosed"][:, 1:] * m).sum()}
+    else:
+        weights, w_sums = jnp.ones_like(logp), {}
+    weights = WEIGHT_NORMS[cfg.weight_norm](weights, m)
     loss, metrics = policy_loss(logp, mb["old_logp"][:, 1:], mb["advantages"], weights,
                                 mask, eps_low=cfg.eps_low, eps_high=cfg.eps_high, agg=cfg.agg,
                                 dual_clip=cfg.dual_clip, denominator=denominator)
-    m = mask.astype(jnp.float32)
-    sums = {"entropy": (ent * m).sum(), "tokens": m.sum(),
+    sums = {**w_sums, "entropy": (ent * m).sum(), "tokens": m.sum(),
             "old_logp_diff_max": jnp.where(m > 0, jnp.abs(logp - mb["old_logp"][:, 1:]), 0.0).max()}
     if cfg.kl_coef:
         kl = kl_penalty(logp, mb["ref_logp"][:, 1:], mask, cfg.kl_estimator)
@@ -201,6 +213,11 @@ def train_step(graphdef, cfg: TrainConfig, state: TrainState, batch: dict, *,
     }
     if cfg.kl_coef:
         out["loss/kl"] = sums["kl"].mean()
+    if "w" in sums:  # the final weights, before any normalisation (WEIGHT_NORMS)
+        out["weights/mean"] = sums["w"].sum() / tokens
+        out["weights/frac_diagnosed"] = sums["n_diag"].sum() / tokens
+        out["weights/mean_dir"] = jnp.where(sums["n_dir"].sum() > 0, sums["w_dir"].sum()
+                                            / jnp.maximum(sums["n_dir"].sum(), 1.0), 1.0)
     return TrainState(params, rest, opt_state, state.step + 1), out
 
 

@@ -98,6 +98,7 @@ class OutOfMemory(Exception):
     def __init__(self, program: str, temp_gb: str, compile_s: float):
         super().__init__(f"{program}: temporaries {temp_gb} GB")
         self.program, self.temp_gb, self.compile_s = program, temp_gb, compile_s
+        self.compiled: list[Program] = []  # the programs of the step that did compile
 
 
 def _measure(name: str, fn, args, resident_gb: float, **jit_kw) -> Program:
@@ -120,7 +121,8 @@ def _measure(name: str, fn, args, resident_gb: float, **jit_kw) -> Program:
 
 def _batch(rows: int, seq: int, mesh, kl: bool) -> dict:
     shapes = {"tokens": jnp.int32, "loss_mask": jnp.bool_, "old_logp": jnp.float32,
-              "weights": jnp.float32, **({"ref_logp": jnp.float32} if kl else {})}
+              "weights_base": jnp.float32, "diagnosed": jnp.bool_,
+              **({"ref_logp": jnp.float32} if kl else {})}
     shard = NamedSharding(mesh, sharding.spec(("batch", None), mesh=mesh, shape=(rows, seq)))
     out = {k: jax.ShapeDtypeStruct((rows, seq), d, sharding=shard) for k, d in shapes.items()}
     out["advantages"] = jax.ShapeDtypeStruct((rows,), jnp.float32, sharding=NamedSharding(
@@ -164,9 +166,19 @@ def plan(cfg: LingConfig, train: ts.TrainConfig, temperature: float, topology: s
         with sharding.use_mesh(mesh):
             return ts.train_step(graphdef, train, s, b, temperature=temperature)
 
-    programs.append(_measure("train step", step, (state, batch), ref_gb,
-                             out_shardings=(s_shard, None), donate_argnums=0))
+    try:
+        programs.append(_measure("train step", step, (state, batch), ref_gb,
+                                 out_shardings=(s_shard, None), donate_argnums=0))
+    except OutOfMemory as e:
+        e.compiled = programs
+        raise
     return mesh_shape, programs
+
+
+def _row(topo: str, chips, mesh, p: Program, hbm_gb: float) -> str:
+    return (f"{topo} | {chips} | {mesh} | {p.name} | {p.argument_gb:.1f} | {p.temp_gb:.1f} | "
+            f"{p.output_gb:.1f} | {p.alias_gb:.1f} | {p.resident_gb:.1f} | {p.peak_gb:.1f} | "
+            f"{p.tflops:.1f} | {p.compile_s:.0f} | {'yes' if p.peak_gb <= hbm_gb else 'no'}")
 
 
 def model_config(cd, init_from: str | None) -> LingConfig:
@@ -201,6 +213,8 @@ def main(argv=None) -> None:
         try:
             mesh, programs = plan(cfg, train, temperature, topo, args.expert, args.per_chip_batch, seq)
         except OutOfMemory as e:
+            for p in e.compiled:
+                print(_row(topo, "-", "-", p, args.hbm_gb), flush=True)
             print(f"{topo} | - | - | {e.program} | - | {e.temp_gb} (XLA: out of HBM) | - | - | - | - "
                   f"| - | {e.compile_s:.0f} | no", flush=True)
             continue
@@ -208,10 +222,7 @@ def main(argv=None) -> None:
         fits = all(p.peak_gb <= args.hbm_gb for p in programs)
         m = "x".join(f"{k}{v}" for k, v in mesh.items() if v > 1)
         for p in programs:
-            print(f"{topo} | {chips} | {m} | {p.name} | {p.argument_gb:.1f} | {p.temp_gb:.1f} | "
-                  f"{p.output_gb:.1f} | {p.alias_gb:.1f} | {p.resident_gb:.1f} | {p.peak_gb:.1f} | "
-                  f"{p.tflops:.1f} | {p.compile_s:.0f} | {'yes' if p.peak_gb <= args.hbm_gb else 'no'}",
-                  flush=True)
+            print(_row(topo, chips, m, p, args.hbm_gb), flush=True)
         if fits and args.topology == "search":
             print(f"smallest slice that fits: {topo} ({chips} chips)")
             return

@@ -33,28 +33,34 @@ def response_ids(tokens: np.ndarray, lengths: np.ndarray) -> list[np.ndarray]:
 
 def rl_batch(prompts: Sequence[Sequence[int]], rollout_ids: Sequence[np.ndarray],
              rollout_logp: Sequence[np.ndarray], advantages: np.ndarray, valid: np.ndarray,
-             weights: Sequence[np.ndarray] | None, seq_len: int, pad_id: int) -> dict[str, np.ndarray]:
+             localized: tuple[Sequence[np.ndarray], Sequence[np.ndarray]] | None, seq_len: int,
+             pad_id: int) -> dict[str, np.ndarray]:
     """The train step's batch (see `rcca_jax.rl.train_step`).
 
     Args:
       prompts: prompt ids of each rollout row; rollout_ids / rollout_logp: per
         row, the sampled ids and their log-probs [L_i]; advantages [N];
-        valid [N] (False: evaluation error, masked out); weights: final
-        per-token weights [L_i] per row, or None for plain GRPO (no weights key).
+        valid [N] (False: evaluation error, masked out); localized: per row, the
+        base weights [L_i] and the diagnosed mask [L_i] of its sampled ids
+        (`pad_weights`), or None for plain GRPO (no such keys). The step turns them
+        into the final weights with the advantage's sign (`loss.token_weights`).
     """
     n = len(prompts)
     out = sft_batch(prompts, rollout_ids, seq_len, pad_id)
     old = np.zeros((n, seq_len), np.float32)
-    w = np.ones((n, seq_len), np.float32)
+    base = np.ones((n, seq_len), np.float32)
+    diagnosed = np.zeros((n, seq_len), bool)
     for i, (p, lp) in enumerate(zip(prompts, rollout_logp)):
         old[i, len(p):len(p) + len(lp)] = lp
-        if weights is not None:
-            w[i, len(p):len(p) + len(weights[i])] = weights[i]
+        if localized is not None:
+            w, d = localized[0][i], localized[1][i]
+            base[i, len(p):len(p) + len(w)] = w
+            diagnosed[i, len(p):len(p) + len(d)] = d
     out["loss_mask"] &= np.asarray(valid, bool)[:, None]
     out["old_logp"] = old
     out["advantages"] = np.asarray(advantages, np.float32)
-    if weights is not None:
-        out["weights"] = w
+    if localized is not None:
+        out["weights_base"], out["diagnosed"] = base, diagnosed
     return out
 
 

@@ -19,7 +19,6 @@ import jax.numpy as jnp
 import numpy as np
 import orbax.checkpoint as ocp
 
-from evaluators.localize.weights import asymmetric_weights_batch
 from rcca_jax.models import Ling
 from rcca_jax.rl.loss import group_advantages
 from rcca_jax.rl.sampler import SamplerConfig, sample
@@ -70,16 +69,12 @@ def sample_and_score(run, model: Ling, task_ids: list[str], rng: jax.Array, scfg
                                n_tok / max(t_sample, 1e-9)}
 
 
-def _weights(scored: Scored, ids, adv: np.ndarray):
-    """Final per-token weights of each row (A < 0: localization's; A >= 0: 1 / c), diagnosed masks."""
-    w_rows, d_rows = [], []
-    for i, r in enumerate(ids):
-        w, d = batches.pad_weights(scored.weights_base[i], scored.diagnosed[i], len(r))
-        w_rows.append(w)
-        d_rows.append(d)
-    weights = [asymmetric_weights_batch(w[None], d[None], adv[i:i + 1])[0]
-               for i, (w, d) in enumerate(zip(w_rows, d_rows))]
-    return weights, d_rows
+def _localized(scored: Scored, ids) -> tuple[list[np.ndarray], list[np.ndarray]]:
+    """Each row's base weights and diagnosed mask over its sampled ids (EOS: 1, not diagnosed);
+    the train step turns them into the final weights with the advantage's sign."""
+    rows = [batches.pad_weights(scored.weights_base[i], scored.diagnosed[i], len(r))
+            for i, r in enumerate(ids)]
+    return [w for w, _ in rows], [d for _, d in rows]
 
 
 def rl_step(run, graphdef, state: TrainState, step_fn, ref_fn, ref: Reference | None,
@@ -91,9 +86,9 @@ def rl_step(run, graphdef, state: TrainState, step_fn, ref_fn, ref: Reference | 
     ids, logp, scored, timing = sample_and_score(run, run.model_of(graphdef, state), mine, rng,
                                                  run.sampler, offset)
     adv = np.asarray(group_advantages(jnp.asarray(scored.rewards), jnp.asarray(scored.valid), g))
-    weights, d_rows = _weights(scored, ids, adv) if cfg.rl.method == "rcca" else (None, [])
+    localized = _localized(scored, ids) if cfg.rl.method == "rcca" else None
     prompt_rows = [run.prompt_ids(t) for t in mine for _ in range(g)]
-    local = batches.rl_batch(prompt_rows, ids, logp, adv, scored.valid, weights, cfg.seq_len,
+    local = batches.rl_batch(prompt_rows, ids, logp, adv, scored.valid, localized, cfg.seq_len,
                              run.policy.pad_id)
     t0 = time.perf_counter()
     batch = run.put(local)
@@ -106,7 +101,7 @@ def rl_step(run, graphdef, state: TrainState, step_fn, ref_fn, ref: Reference | 
             on_policy_diff = metrics["policy/logp_diff_max"]
     metrics = dict(jax.device_get(metrics))  # those of the last update
     metrics["policy/sampler_logp_diff_max"] = float(on_policy_diff)
-    metrics.update(reward_metrics(scored, weights, d_rows, adv))
+    metrics.update(reward_metrics(scored, adv))
     metrics.update(timing)
     metrics.update({"time/train_s": time.perf_counter() - t0,
                     "time/evaluate_wait_s": scored.wait_seconds,
@@ -115,7 +110,7 @@ def rl_step(run, graphdef, state: TrainState, step_fn, ref_fn, ref: Reference | 
     return state, metrics, scored
 
 
-def _row_summary(scored: Scored, weights, diagnosed, adv) -> dict:
+def _row_summary(scored: Scored, adv) -> dict:
     """What the step's metrics need from this process's rows (JSON: gathered across processes)."""
     recs = scored.records
     out = {"rewards": [float(x) for x in scored.rewards], "valid": [bool(x) for x in scored.valid],
@@ -127,17 +122,13 @@ def _row_summary(scored: Scored, weights, diagnosed, adv) -> dict:
         for v in r.get("rubrics") or ():
             if v.get("verdict") in ("pass", "fail"):
                 out["rubrics"].setdefault(v["id"], []).append(v["verdict"] == "pass")
-    if weights is not None and diagnosed:
-        w, dmask = np.concatenate(weights), np.concatenate(diagnosed)
-        neg = np.concatenate([np.full(len(x), a < 0) for x, a in zip(weights, adv)])
-        out["w"] = [float(w.sum()), int(w.size), float(w[dmask & neg].sum()), int((dmask & neg).sum()),
-                    int(dmask.sum())]
     return out
 
 
-def reward_metrics(scored: Scored, weights, diagnosed, adv) -> dict:
-    """The step's reward, gate, rubric and weight metrics over the rows of every process."""
-    parts = multihost.allgather_objects(_row_summary(scored, weights, diagnosed, adv))
+def reward_metrics(scored: Scored, adv) -> dict:
+    """The step's reward, gate and rubric metrics over the rows of every process (the weight
+    metrics come from the train step, which applies the weights)."""
+    parts = multihost.allgather_objects(_row_summary(scored, adv))
     cat = lambda key: [x for p in parts for x in p[key]]  # noqa: E731
     rewards, valid, gated, gates = np.asarray(cat("rewards")), np.asarray(cat("valid"), bool), \
         cat("gated"), cat("gates")
@@ -155,11 +146,6 @@ def reward_metrics(scored: Scored, weights, diagnosed, adv) -> dict:
         for k, v in p["rubrics"].items():
             rubrics.setdefault(k, []).extend(v)
     m.update({f"rubric/{k}": float(np.mean(v)) for k, v in rubrics.items()})
-    if all("w" in p for p in parts):
-        w_sum, w_n, dir_sum, dir_n, diag = np.sum([p["w"] for p in parts], axis=0)
-        m["weights/frac_diagnosed"] = float(diag / w_n) if w_n else 0.0
-        m["weights/mean_dir"] = float(dir_sum / dir_n) if dir_n else 1.0
-        m["weights/mean"] = float(w_sum / w_n) if w_n else 1.0
     return m
 
 
@@ -196,9 +182,9 @@ def _compile(run, model: Ling):
         raise ValueError(f"config.rl.prompts_per_step={cfg.rl.prompts_per_step} must split evenly "
                          f"over {run.processes} processes")
     n_rows = cfg.rl.prompts_per_step // run.processes * cfg.sampler.group_size
+    localized = None if cfg.rl.method == "grpo" else ([np.ones(1)] * n_rows, [np.zeros(1, bool)] * n_rows)
     example = batches.rl_batch([[0]] * n_rows, [np.zeros(1, np.int32)] * n_rows, [np.zeros(1)] * n_rows,
-                               np.zeros(n_rows), np.ones(n_rows, bool),
-                               None if cfg.rl.method == "grpo" else [np.ones(1)] * n_rows, cfg.seq_len, 0)
+                               np.zeros(n_rows), np.ones(n_rows, bool), localized, cfg.seq_len, 0)
     if cfg.train.kl_coef:
         example["ref_logp"] = np.zeros_like(example["old_logp"])
     state, step_fn = compile_train_step(graphdef, cfg.train, state, example, run.mesh,

@@ -1,4 +1,5 @@
-"""Token weights: accumulation across diagnostics and the advantage-sign rule."""
+"""Base token weights: accumulation across diagnostics, the cap (the advantage-sign rule is the
+trainer's: tests/rl/test_loss.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from evaluators.localize.weights import (
-    WeightConfig, asymmetric_weights, asymmetric_weights_batch, base_weights,
-)
+from evaluators.localize.weights import WeightConfig, base_weights
 
 
 def m(*bits):
@@ -18,8 +17,7 @@ def m(*bits):
 
 def test_config_defaults_and_frozen():
     cfg = WeightConfig()
-    assert (cfg.direct, cfg.context, cfg.other, cfg.cap, cfg.positive_other,
-            cfg.positive_diagnosed) == (3.0, 1.5, 1.0, 4.0, 1.2, 1.0)
+    assert (cfg.direct, cfg.context, cfg.other, cfg.cap) == (3.0, 1.5, 1.0, 4.0)
     with pytest.raises(dataclasses.FrozenInstanceError):
         cfg.cap = 5.0
 
@@ -64,34 +62,3 @@ def test_custom_config():
 def test_mask_shape_is_checked():
     with pytest.raises(ValueError):
         base_weights(3, [(m(1, 0), m(0, 1, 0))])
-
-
-def test_asymmetric_single():
-    w = np.array([4.0, 1.5, 1.0], np.float32)
-    diagnosed = m(1, 1, 0)
-    np.testing.assert_array_equal(asymmetric_weights(w, diagnosed, -0.5),
-                                  np.array([4.0, 1.5, 1.0], np.float32))
-    np.testing.assert_array_equal(asymmetric_weights(w, diagnosed, 0.0),
-                                  np.array([1.0, 1.0, 1.2], np.float32))
-    np.testing.assert_array_equal(asymmetric_weights(w, diagnosed, 2.0),
-                                  np.array([1.0, 1.0, 1.2], np.float32))
-    assert asymmetric_weights(w, diagnosed, 1.0).dtype == np.float32
-
-
-def test_asymmetric_batch():
-    w = np.array([[3.0, 1.0], [1.5, 4.0], [1.0, 1.0]], np.float32)
-    diagnosed = np.array([[1, 0], [1, 1], [0, 0]], bool)
-    out = asymmetric_weights_batch(w, diagnosed, np.array([-1.0, 0.3, 0.0]))
-    np.testing.assert_array_equal(out, np.array([[3.0, 1.0], [1.0, 1.0], [1.2, 1.2]],
-                                                np.float32))
-    assert out.shape == (3, 2) and out.dtype == np.float32
-
-
-def test_asymmetric_batch_checks_inputs():
-    w = np.ones((2, 3), np.float32)
-    with pytest.raises(ValueError):
-        asymmetric_weights_batch(w, np.zeros((2, 3), bool), np.array([1.0]))
-    with pytest.raises(ValueError):
-        asymmetric_weights_batch(w, np.zeros((2, 2), bool), np.array([1.0, 1.0]))
-    with pytest.raises(ValueError):
-        asymmetric_weights_batch(w, np.zeros((2, 3), bool), np.array([1.0, np.nan]))

@@ -7,7 +7,6 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from evaluators.localize.weights import asymmetric_weights_batch
 from rcca_jax.rl import AGGREGATORS, group_advantages, kl_penalty, policy_loss, token_weights
 
 
@@ -103,13 +102,18 @@ def test_zero_variance_groups_and_error_rows_give_zero_gradient():
     assert np.abs(g[4]).sum() > 0
 
 
-def test_token_weights_equal_cpu_rule():
+def test_token_weights_follow_the_sign_of_the_advantage():
     rs = np.random.RandomState(4)
     base = rs.uniform(1, 4, (5, 7)).astype(np.float32)
     diag = rs.uniform(size=(5, 7)) > 0.5
     adv = np.array([-1.0, 0.0, 2.0, -0.1, 0.3])
-    got = np.asarray(token_weights(jnp.asarray(base), jnp.asarray(diag), jnp.asarray(adv), c=1.2))
-    np.testing.assert_array_equal(got, asymmetric_weights_batch(base, diag, adv))
+    got = np.asarray(token_weights(jnp.asarray(base), jnp.asarray(diag), jnp.asarray(adv)))
+    for b in range(5):  # the method's rule, row by row: A < 0 the base weights, else 1 / c = 1.2
+        want = base[b] if adv[b] < 0 else np.where(diag[b], 1.0, 1.2)
+        np.testing.assert_array_equal(got[b], want.astype(np.float32))
+    custom = token_weights(jnp.asarray(base), jnp.asarray(diag), jnp.asarray(adv), positive_other=2.0,
+                           positive_diagnosed=0.5)
+    assert set(np.unique(np.asarray(custom)[adv >= 0])) == {0.5, 2.0}
 
 
 def test_dual_clip_bounds_negative_terms():

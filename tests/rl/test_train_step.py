@@ -37,7 +37,8 @@ def make_batch(seed=0, b=8, t=12):
         "loss_mask": mask,
         "old_logp": rs.uniform(-5, -1, (b, t)).astype(np.float32),
         "advantages": rs.normal(0, 1, b).astype(np.float32),
-        "weights": rs.uniform(1, 4, (b, t)).astype(np.float32),
+        "weights_base": rs.uniform(1, 4, (b, t)).astype(np.float32),
+        "diagnosed": rs.uniform(0, 1, (b, t)) < 0.3,
     }
 
 
@@ -238,3 +239,29 @@ def test_kl_coef_zero_is_the_plain_step(reference_run):
         np.testing.assert_array_equal(flat(state_kl0)[p], a)
     with pytest.raises(ValueError, match="ref_logp"):
         run(dataclasses.replace(TRAIN, kl_coef=0.1), make_batch())
+
+
+def test_weighted_step_matches_a_float64_reference():
+    """The step's loss from base weights, diagnosed mask and advantages equals the method's
+    objective computed in float64 from the model's logits (final weights by the sign rule)."""
+    temperature = 0.8
+    batch = make_batch(3)
+    model = Ling(CFG, nnx.Rngs(0))
+    logits = np.asarray(model(jnp.asarray(batch["tokens"][:, :-1])), np.float64) / temperature
+    logits -= logits.max(-1, keepdims=True)
+    logp = np.take_along_axis(logits, batch["tokens"][:, 1:, None], -1)[..., 0] - np.log(np.exp(logits).sum(-1))
+    adv = batch["advantages"].astype(np.float64)
+    w = np.where(adv[:, None] < 0, batch["weights_base"][:, 1:],
+                 np.where(batch["diagnosed"][:, 1:], 1.0, 1.2))
+    ratio = np.exp(logp - batch["old_logp"][:, 1:])
+    obj = np.minimum(ratio * w * adv[:, None], np.clip(ratio, 0.8, 1.2) * w * adv[:, None])
+    m = batch["loss_mask"][:, 1:].astype(np.float64)
+    per_seq = (obj * m).sum(-1) / np.maximum(m.sum(-1), 1)
+    want = -per_seq[m.sum(-1) > 0].mean()
+    graphdef, state = init_state(model, TRAIN)
+    state, fn = compile_train_step(graphdef, TRAIN, state, batch, temperature=temperature)
+    _, metrics = fn(state, {k: jnp.asarray(v) for k, v in batch.items()})
+    assert metrics["loss/pg"] == pytest.approx(want, rel=1e-5, abs=1e-7)
+    assert abs(want) > 1e-3
+    dir_neg = batch["diagnosed"][:, 1:] & (adv[:, None] < 0) & (m > 0)
+    assert metrics["weights/mean_dir"] == pytest.approx(batch["weights_base"][:, 1:][dir_neg].mean(), rel=1e-5)
