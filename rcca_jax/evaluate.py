@@ -33,10 +33,16 @@ def main(argv) -> None:
     from rcca_jax.train.evaluation import evaluate
     from rcca_jax.train.loop import Run
 
-    cfg = run_config(launch._CONFIG.value, jax.device_count())
     workdir = Path(launch._WORKDIR.value or os.path.join("runs", launch.config_name()))
-    folder = _CHECKPOINT.value or (str(workdir / "export" / "final")
-                                   if (workdir / "export" / "final").is_dir() else cfg.model.init_from)
+    final = workdir / "export" / "final"
+    folder = _CHECKPOINT.value or (str(final) if final.is_dir() else None)
+    cd = launch._CONFIG.value
+    if folder:  # the folder being evaluated stands in for config.model.init_from
+        cd = cd.copy_and_resolve_references()
+        with cd.unlocked():
+            cd.model.init_from = folder
+    cfg = run_config(cd, jax.device_count())
+    folder = cfg.model.init_from
     from rcca_jax.models.config import RUNTIME_FIELDS
 
     # The folder's own config.json gives the shape; the config file only how to compute.
