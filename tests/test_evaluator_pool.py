@@ -103,6 +103,29 @@ def test_cli_scores_and_keeps_input_fields(tmp_path):
     assert "apps/s" in proc.stdout and "JS syntax error" in proc.stdout
 
 
+def test_cli_writes_every_record_after_a_lone_surrogate(tmp_path):
+    # Issue 17, hole 4: a response holding a lone UTF-16 surrogate (a JSON "\ud800" escape)
+    # is scored like any other, and its record and the ones after it are all written.
+    lines = (EXAMPLES / "responses.jsonl").read_text().splitlines()
+    by_model = {json.loads(x)["model"]: json.loads(x) for x in lines}
+    odd = dict(by_model["correct"], model="lone surrogate")
+    odd["response"] = odd["response"].replace("<h1>", "<!-- half a pair: \ud800 --><h1>", 1)
+    assert "\ud800" in odd["response"]
+    picked = [by_model["correct"], odd, by_model["JS syntax error"]]
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("".join(json.dumps(r) + "\n" for r in picked))
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "evaluators", "score",
+                           "--tasks", str(EXAMPLES / "tasks.jsonl"), "--responses", str(responses),
+                           "--out", str(out), "--quiet"], capture_output=True, text=True,
+                          cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    recs = [json.loads(x) for x in out.read_bytes().decode("utf-8").splitlines()]
+    assert [r["model"] for r in recs] == ["correct", "lone surrogate", "JS syntax error"]
+    assert [(r["status"], r["reward"]) for r in recs] == [("ok", 1.0), ("ok", 1.0), ("ok", 0.0)]
+    assert recs[1]["response"] == odd["response"]
+
+
 def test_cli_rejects_a_bad_line_naming_it(tmp_path):
     responses = tmp_path / "bad.jsonl"
     responses.write_text(json.dumps({"task_id": "examples/counter", "response": "x"}) + "\n"
