@@ -88,6 +88,9 @@ class PageWatch:
         killer): not the app's doing; "crashed", "oom" and others otherwise.
       hung: the page stopped answering, did not load or ran out of time: its
         slot is closed, not reset.
+      loading: the page is being navigated to the app and has not fired `load`.
+      left: the URL of a navigation of the page itself that the sandbox blocked
+        while it was loading: the document's load was aborted and never ends.
       step, interaction: the running step and last interaction step.
       shared: another page of the same browser was open at some moment while
         this one was (it shared the CPU).
@@ -101,6 +104,8 @@ class PageWatch:
     crashed: bool = False
     crash_status: str | None = None
     hung: bool = False
+    loading: bool = False
+    left: str | None = None
     step: int | None = None
     interaction: int | None = None
     shared: bool = False
@@ -329,6 +334,8 @@ class BrowserWorker:
             # Leaving the app (or loading a frame elsewhere): a 204 cancels the navigation
             # and keeps the current document, where a failure would commit an error page.
             slot.watch.requests.append({"kind": "navigation_blocked", "url": url})
+            if slot.watch.loading and event.get("frameId") == slot.target_id:
+                slot.watch.left = url  # its own load was aborted: see load_app
             await slot.cdp.send("Fetch.fulfillRequest",
                                 {"requestId": rid, "responseCode": 204, "responseHeaders": []})
 
@@ -499,6 +506,40 @@ class BrowserWorker:
                     if gen is self._gen:
                         self._gen = None
                         self._retire(gen, f"{gen.stuck} contexts would not close")
+
+
+class LeftWhileLoading(Exception):
+    """The page navigated away while it loaded; the navigation was blocked, the load aborted."""
+
+
+async def load_app(page: Page, watch: PageWatch, timeout_ms: float) -> None:
+    """Navigates the page to APP_URL and waits for its `load` event.
+
+    A document that starts a navigation of its own while it loads (a form submitted, a
+    `location` set, from an inline script) has its loading aborted: even with that
+    navigation cancelled, `load` never fires. Waiting for it would only spend the load
+    timeout, so `LeftWhileLoading` is raised as soon as the sandbox blocks such a
+    navigation (a browser would have left the app).
+
+    Raises:
+      LeftWhileLoading: the page left while loading (its URL is the message).
+      playwright Error: the load failed or timed out.
+    """
+    watch.loading, watch.left = True, None
+    nav = asyncio.ensure_future(page.goto(APP_URL, wait_until="load", timeout=timeout_ms))
+    try:
+        while True:
+            done, _ = await asyncio.wait({nav}, timeout=0.1)
+            if done:
+                nav.result()
+                return
+            if watch.left is not None:
+                raise LeftWhileLoading(watch.left)
+    finally:
+        watch.loading = False
+        if not nav.done():
+            nav.cancel()
+            await asyncio.gather(nav, return_exceptions=True)
 
 
 def _on_crash(gen: _Generation, event: dict) -> None:

@@ -14,8 +14,8 @@ from typing import NamedTuple
 
 from playwright.async_api import Page
 
-from evaluators.browser import (APP_URL, BrowserWorker, EvaluatorFault, PageWatch,
-                                check_not_killed, monotonic_ms)
+from evaluators.browser import (BrowserWorker, EvaluatorFault, LeftWhileLoading, PageWatch,
+                                check_not_killed, load_app, monotonic_ms)
 from evaluators.config import EvalConfig
 from evaluators.coverage import Coverage
 from evaluators.diagnostics import Frames, error_diagnostic, failure_diagnostic, watch_diagnostics
@@ -97,7 +97,10 @@ async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: Eval
     gate = RuntimeGate(cfg, frames)
     async with worker.page(extraction.code) as (page, watch, _):
         try:
-            await page.goto(APP_URL, wait_until="load", timeout=b.load_timeout_ms)
+            await load_app(page, watch, b.load_timeout_ms)
+        except LeftWhileLoading as e:
+            gate.decide(watch, f"the page did not load (it left for {str(e)[:300]} while "
+                               "loading; the sandbox blocked that navigation)")
         except Exception as e:  # noqa: BLE001 - Playwright timeout or navigation error
             watch.hung = True
             await check_not_killed(watch)
