@@ -47,6 +47,16 @@ def _out_task(tid: str, wait_ms: int) -> object:
                        {"assert": "equal", "left": {"var": "o"}, "right": "__never__"}])
 
 
+def _ready_task(tid: str, ready: str) -> object:
+    """Like _out_task, but waits (up to 30 s) for #out to match `ready` before reading it."""
+    return parse_task({"id": tid, "prompt": "p", "rubrics": [
+        {"id": "r", "text": "x", "kind": "dynamic", "importance": "core", "probe": {
+            "steps": [{"expect": "text", "locator": "#out", "value": {"regex": ready}},
+                      {"save": "o", "eval": "() => out.textContent"},
+                      {"assert": "equal", "left": {"var": "o"}, "right": "__never__"}],
+            "timeout_ms": 30_000}}]})
+
+
 def _report(rec: dict) -> str:
     """What the app wrote into #out, as the failed assertion above reports it."""
     (fail,) = [d for d in rec["diagnostics"] if d["kind"] == "probe_failure"]
@@ -173,7 +183,7 @@ def test_a_page_reads_its_own_app_and_the_mirror_and_no_sibling():
     # waits, so its app is being served the whole time), and again after: neither a live
     # sibling's app nor a finished one's may be read.
     holder = _app(f"document.title = '{SECRET}';", body=f"<div id=out>{SECRET}</div>")
-    tasks = {"holder": _out_task("holder", 6000), "snoop": _out_task("snoop", 7000)}
+    tasks = {"holder": _out_task("holder", 6000), "snoop": _ready_task("snoop", "^own")}
     rows = [{"task_id": "holder", "response": holder},
             {"task_id": "holder", "response": holder},
             {"task_id": "snoop", "response": _app(SNOOP)}]
@@ -316,3 +326,17 @@ def test_a_renderer_killed_from_outside_is_the_evaluators_fault():
 
     (rec,), _ = asyncio.run(run())
     assert (rec["status"], rec["reward"], rec["attempts"]) == ("ok", 1.0, 2), rec["rubrics"]
+
+
+def test_leaving_while_loading_fails_gate_e_at_once():
+    # A form submitted from an inline script aborts the app's own load; the sandbox blocks
+    # the navigation, and the load event never comes: gate E fails without waiting out
+    # the load timeout (10 s here; 30 s shipped).
+    app = _app("const f = document.createElement('form'); f.action = 'http://127.0.0.1:9/'; "
+               "document.body.append(f); f.submit();")
+    (rec,) = asyncio.run(score_rows_async([{"task_id": "leave", "response": app}],
+                                          {"leave": _out_task("leave", 100)}, CFG))
+    assert (rec["gate"], rec["reward"]) == ("runtime", 0.1)
+    (fail,) = [d for d in rec["diagnostics"] if d["kind"] == "runtime_failure"]
+    assert "left for http://127.0.0.1:9/" in fail["message"], fail["message"]
+    assert rec["timings"]["runtime_ms"] < 6000, rec["timings"]
