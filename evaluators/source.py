@@ -231,7 +231,10 @@ def check_source(code: str, deadline: Deadline | None = None
       SourceTimeout: the deadline passed before the check ended.
     """
     code = scrub_surrogates(code)
-    src = code.encode("utf-8")
+    # tree-sitter's lexer reads a NUL as the end of the input; the browser's HTML tokenizer
+    # turns one inside a script into U+FFFD (any character, for JavaScript). \x01 is the
+    # same to the grammars and keeps every byte offset.
+    src = code.encode("utf-8").replace(b"\x00", b"\x01")
     index = TextIndex(code)
     tree = parse("html", src, deadline)
     blocks = inline_blocks(tree, src, index, deadline)
