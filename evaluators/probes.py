@@ -150,6 +150,10 @@ class ProbeRunner:
             if _SELECTOR_ERRORS.search(str(e)):
                 raise ProbeError(self.watch.step, f"bad selector: {_short(e)}") from None
             raise await self._classify(step, _short(e)) from None
+        except (TypeError, ValueError, KeyError) as e:
+            # A step value check_probe let through but the runner cannot use (a `var` that
+            # holds an object where a number is needed): the probe's fault, never the app's.
+            raise ProbeError(self.watch.step, f"malformed step: {e}") from None
 
     async def _do(self, step: dict) -> None:
         loc = self.locator(step["locator"])
