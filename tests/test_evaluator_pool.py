@@ -157,3 +157,31 @@ def test_cli_localize_adds_spans(tmp_path):
     handler = "() => {\n  render();\n}"
     at = rec["response"].index(handler)
     assert any(s <= at and at + len(handler) <= e for s, e in reset["s_dir"]), reset["s_dir"]
+
+
+@pytest.mark.slow
+def test_ray_scorer_rescores_the_rows_of_a_killed_actor():
+    # A Ray actor SIGKILLed mid-batch (issue 17): its rows are scored again on a new actor,
+    # every record comes back in order, with the verdicts of the rows it was scoring.
+    ray = pytest.importorskip("ray")
+    import threading
+
+    from evaluators.ray_fleet import RayScorer
+
+    tasks = load_tasks(EXAMPLES / "tasks.jsonl")
+    by_model = {r["model"]: r for r in load_responses(EXAMPLES / "responses.jsonl", tasks)}
+    rows = [by_model[m] for m in ("correct", "partial: reset and class broken", "no code",
+                                  "throws on load")] * 2
+    try:
+        with RayScorer(tasks, EvalConfig(), actors=2, per_actor=4) as scorer:
+            victim = scorer.pids()[0]
+            # Both actors are scoring their first batch of 4 (each takes well over 5 s).
+            threading.Timer(5.0, os.kill, (victim, signal.SIGKILL)).start()
+            out = scorer.score(rows)
+            replaced = scorer.replaced
+    finally:
+        ray.shutdown()
+    assert replaced >= 1
+    assert [r["model"] for r in out] == [r["model"] for r in rows]
+    assert [(r["status"], r["reward"]) for r in out] == [("ok", 1.0), ("ok", 0.82), ("ok", 0.0),
+                                                         ("ok", 0.1)] * 2
