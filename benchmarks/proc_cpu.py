@@ -49,6 +49,26 @@ def process_kind(pid: int) -> str | None:
     return "python" if exe.startswith("python") else "other"
 
 
+def descendants(root: int) -> list[tuple[int, str, int]]:
+    """(pid, kind, CPU ticks) of every live process descending from ``root``."""
+    parents, ticks = {}, {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            st = _stat(int(name))
+            if st is not None:
+                parents[int(name)], ticks[int(name)] = st[0], st[1]
+    out = []
+    for pid in parents:
+        p, depth = parents[pid], 32
+        while depth and p > 1 and p != root:
+            p, depth = parents.get(p, 0), depth - 1
+        if p == root:
+            kind = process_kind(pid)
+            if kind is not None:
+                out.append((pid, kind, ticks[pid]))
+    return out
+
+
 def _machine_busy_ticks() -> int:
     with open("/proc/stat", encoding="ascii") as f:
         v = [int(x) for x in f.readline().split()[1:]]

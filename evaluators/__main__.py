@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
+import traceback
 
 from evaluators.config import EvalConfig
+from evaluators.records import dumps_record
 from evaluators.tasks import FormatError, iter_jsonl, load_responses, load_tasks
 
 
@@ -40,12 +41,29 @@ def _run(args: argparse.Namespace, cfg: EvalConfig, finish=None) -> int:
         scored = EvaluatorPool(tasks, cfg, workers=args.workers).score(rows)
         for rec in tqdm(scored, total=len(rows), unit="app", disable=args.quiet):
             if finish is not None and rec["status"] == "ok":
-                rec = finish(rec, tasks[rec["task_id"]])
-            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+                rec = _finished(finish, rec, tasks[rec["task_id"]], args)
+            out.write(dumps_record(rec) + "\n")
             out.flush()
             records.append(rec)
     print(summarize(records, time.perf_counter() - t0))
     return 0
+
+
+def _finished(finish, rec: dict, task, args: argparse.Namespace) -> dict:
+    """`finish(rec, task)`; if it fails, the record as scored, with the failure noted.
+
+    Localization failing on one record is the evaluator's problem and must not stop the
+    run: the record keeps its verdicts and reward, and `localization.error` says why it
+    has no spans.
+    """
+    try:
+        return finish(rec, task)
+    except Exception:  # noqa: BLE001 - one record's localization, never the run
+        why = traceback.format_exc(limit=4)
+        print(f"warning: localization failed for a {rec['task_id']} record:\n{why}",
+              file=sys.stderr)
+        return {**rec, "localization": {"method": getattr(args, "method", None),
+                                        "error": why[-2000:]}}
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -85,7 +103,7 @@ def _score_file(args: argparse.Namespace, tasks: dict, path: str, cache) -> list
     records = []
     with open(cache.with_suffix(".tmp"), "w", encoding="utf-8") as out:
         for rec in EvaluatorPool(tasks, cfg, workers=args.workers).score(rows):
-            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            out.write(dumps_record(rec) + "\n")
             records.append(rec)
     cache.with_suffix(".tmp").replace(cache)
     return records

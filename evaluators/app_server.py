@@ -7,10 +7,13 @@ nothing). The server tells plain HTTP from TLS by the first byte a connection se
 certificate is self-signed and contexts ignore certificate errors (it is the only TLS peer
 a page can reach).
 
-- App documents: every page slot registers its app's HTML under a token, and the browser
-  rewrites the slot's request for ``APP_URL`` to that token's path (CDP, unseen by the
-  page). The app thus comes from a loopback address like its libraries, which Chromium's
-  local-network-access checks require of a page loading from loopback.
+- App documents: each probe's page gets its app's HTML served under a token of its own,
+  and the browser rewrites the page's request for ``APP_URL`` to that token's path (CDP,
+  unseen by the page). The app thus comes from a loopback address like its libraries,
+  which Chromium's local-network-access checks require of a page loading from loopback.
+  Every page has the same origin, so any page could ask for any token's path: tokens are
+  random (an app cannot guess another's) and are forgotten when the probe ends, so a page
+  reads its own app and the CDN mirror, and no other response.
 - CDN files: answered from the offline mirror with the CDNs' caching headers, so that the
   second load of a library in a context comes from Chromium's HTTP cache, with V8's
   compiled code. Answering them from Playwright's request interception instead turns that
@@ -23,9 +26,9 @@ a page can reach).
 from __future__ import annotations
 
 import http.server
-import itertools
 import logging
 import os
+import secrets
 import shutil
 import socket
 import ssl
@@ -37,6 +40,7 @@ from urllib.parse import urlsplit
 
 from evaluators.cdn import CdnMirror, response_headers
 from evaluators.cdn_urls import CDN_HOSTS
+from evaluators.textindex import scrub_surrogates
 
 log = logging.getLogger(__name__)
 APP_HOST = "app.rcca.local"
@@ -177,23 +181,24 @@ class AppServer:
             self.tls.load_cert_chain(cert, key)
             self.tls.set_alpn_protocols(["http/1.1"])
         self._documents: dict[str, bytes] = {}
-        self._tokens = itertools.count()
         self._server = _Server(self)
         self.port = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="app-server",
                                         daemon=True)
         self._thread.start()
 
-    def register(self) -> str:
-        """A new document token (one per page slot)."""
-        return str(next(self._tokens))
+    def serve(self, html: str) -> tuple[str, str]:
+        """Serves ``html`` under a new random token until ``forget(token)``.
 
-    def set_document(self, token: str, html: str) -> str:
-        """Serves ``html`` for ``token``; returns the URL the slot's APP_URL request goes to."""
-        self._documents[token] = html.encode("utf-8")
-        return APP_ORIGIN + _DOCUMENT_PREFIX + token
+        Returns:
+            (token, the URL a page's APP_URL request is sent to).
+        """
+        token = secrets.token_urlsafe(24)  # 192 bits: other pages cannot guess it
+        self._documents[token] = scrub_surrogates(html).encode("utf-8")
+        return token, APP_ORIGIN + _DOCUMENT_PREFIX + token
 
     def forget(self, token: str) -> None:
+        """Stops serving a token's document: its path is refused from now on."""
         self._documents.pop(token, None)
 
     def document(self, path: str) -> bytes | None:

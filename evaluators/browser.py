@@ -23,6 +23,11 @@ process and the CDN libraries compiled again: loading 24 recorded answers one
 after another took about 2.4 CPU-s per page with a new context each, 0.9 in
 one reused slot. (The context's HTTP cache, which keeps the CDN libraries,
 outlives a reset: an app can tell only by how fast its libraries arrive.)
+
+Each renderer starts under a memory cap (`renderer_memory_args`), so a page that allocates
+past it fails alone. Chromium reports how a page's renderer ended (`Target.targetCrashed`):
+one killed by a signal from outside is the evaluator's failure (`check_not_killed`, and the
+response is scored again), any other crash the app's.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ import contextlib
 import dataclasses
 import logging
 import re
+import shutil
 import time
 from typing import AsyncIterator
 
@@ -41,9 +47,11 @@ from evaluators.app_server import APP_ORIGIN, APP_URL, AppServer, is_cdn_url
 from evaluators.config import BrowserConfig
 
 __all__ = ["APP_ORIGIN", "APP_URL", "BrowserWorker", "EvaluatorFault", "PageWatch", "parse_stack"]
-# Only documents are intercepted: the app's own, and navigations that would leave it.
+# Only documents are intercepted (the app's own, and navigations that would leave it), and
+# any request for the app's URL (a page may fetch its own document).
 _DOCUMENTS = {"patterns": [{"urlPattern": "*", "resourceType": "Document",
-                            "requestStage": "Request"}]}
+                            "requestStage": "Request"},
+                           {"urlPattern": APP_URL + "*", "requestStage": "Request"}]}
 _FRAME = re.compile(r"^\s*at (?:(?P<fn>.*?) \()?(?P<url>[^()\s]+?):(?P<line>\d+):(?P<col>\d+)\)?\s*$")
 log = logging.getLogger(__name__)
 
@@ -75,8 +83,14 @@ class PageWatch:
       dialogs: alert/confirm/prompt/beforeunload dialogs answered.
       popups: URLs of windows the page tried to open (closed at once).
       crashed: the renderer crashed.
+      crash_status: how Chromium says it ended (`Target.targetCrashed`):
+        "killed" when a signal from outside ended it (SIGKILL, the kernel's OOM
+        killer): not the app's doing; "crashed", "oom" and others otherwise.
       hung: the page stopped answering, did not load or ran out of time: its
         slot is closed, not reset.
+      loading: the page is being navigated to the app and has not fired `load`.
+      left: the URL of a navigation of the page itself that the sandbox blocked
+        while it was loading: the document's load was aborted and never ends.
       step, interaction: the running step and last interaction step.
       shared: another page of the same browser was open at some moment while
         this one was (it shared the CPU).
@@ -88,7 +102,10 @@ class PageWatch:
     dialogs: list = dataclasses.field(default_factory=list)
     popups: list = dataclasses.field(default_factory=list)
     crashed: bool = False
+    crash_status: str | None = None
     hung: bool = False
+    loading: bool = False
+    left: str | None = None
     step: int | None = None
     interaction: int | None = None
     shared: bool = False
@@ -100,6 +117,24 @@ class PageWatch:
             "frames": parse_stack(getattr(error, "stack", None)),
             "step_index": self.step, "interaction_index": self.interaction,
         })
+
+
+async def check_not_killed(watch: PageWatch, wait_s: float = 2.0) -> None:
+    """Raises EvaluatorFault when the page's renderer was killed from outside.
+
+    A renderer that crashed by itself (its memory cap, a V8 heap overflow, the watchdog's
+    kill) is the app's failure; one killed by a signal from elsewhere is not, and the
+    response is scored again. Chromium reports the status on the browser's own session,
+    which may arrive a little after the page's crash: it is waited for up to `wait_s`.
+    """
+    if not watch.crashed:
+        return
+    end = time.monotonic() + wait_s
+    while watch.crash_status is None and time.monotonic() < end:
+        await asyncio.sleep(0.05)
+    if watch.crash_status == "killed":
+        raise EvaluatorFault("the page's renderer was killed from outside the browser "
+                             "(a signal, not the app)")
 
 
 class CpuMeter:
@@ -141,11 +176,13 @@ class _Slot:
     context: BrowserContext
     page: Page
     cdp: CDPSession
-    token: str  # its app document's key on the AppServer
+    target_id: str  # its page's CDP target, which crash reports name
+    token: str = ""  # the current app document's key on the AppServer (one per probe)
     html: str = ""
     document_url: str = ""  # where its APP_URL request is sent
     watch: PageWatch = dataclasses.field(default_factory=PageWatch)
     uses: int = 0
+    dead: bool = False  # its renderer crashed (perhaps while idle)
 
 
 @dataclasses.dataclass
@@ -153,6 +190,8 @@ class _Generation:
     """One Chromium process, the pages it has open and its idle page slots."""
 
     browser: Browser
+    session: CDPSession | None = None  # browser-level: crash reports of every page
+    slots: dict = dataclasses.field(default_factory=dict)  # target id -> _Slot
     inflight: int = 0
     served: int = 0
     stuck: int = 0  # contexts that would not close
@@ -201,13 +240,26 @@ class BrowserWorker:
         device = dict(self._pw.devices[self.cfg.device])
         device.pop("default_browser_type", None)
         self._device = device
-        self._gen = _Generation(await self._launch())
+        self._gen = await self._new_generation()
         return self
 
     async def _launch(self) -> Browser:
         return await self._pw.chromium.launch(
             executable_path=self.cfg.executable_path, headless=True,
-            args=[*self.cfg.args, *self._server.chromium_args()])
+            args=[*self.cfg.args, *self._server.chromium_args(),
+                  *renderer_memory_args(self.cfg.renderer_memory_mb)])
+
+    async def _new_generation(self) -> _Generation:
+        """Launches a browser and listens for its pages' crash reports."""
+        gen = _Generation(await self._launch())
+        try:
+            gen.session = await gen.browser.new_browser_cdp_session()
+            gen.session.on("Target.targetCrashed", lambda ev: _on_crash(gen, ev))
+            await gen.session.send("Target.setDiscoverTargets", {"discover": True})
+        except Exception as e:  # noqa: BLE001 - a browser we cannot watch is not used
+            await _quietly(asyncio.wait_for(gen.browser.close(), 10))
+            raise EvaluatorFault(f"could not watch the browser's pages: {e}") from e
+        return gen
 
     async def _admit(self) -> None:
         """Waits until the CPUs have room for another page (see BrowserConfig.admit_cpu_busy)."""
@@ -239,7 +291,7 @@ class BrowserWorker:
                 if gen is not None:
                     self._retire(gen, "it died" if not gen.browser.is_connected() else "it degraded")
                 self.restarts += 1
-                gen = self._gen = _Generation(await self._launch())
+                gen = self._gen = await self._new_generation()
             gen.inflight += 1
             gen.served += 1
             if gen.served >= self._recycle_after:
@@ -276,9 +328,14 @@ class BrowserWorker:
                 await slot.cdp.send("Fetch.continueRequest",
                                     {"requestId": rid, "url": slot.document_url})
                 return
+            if event.get("resourceType") != "Document":  # APP_URL?query: the server refuses it
+                await slot.cdp.send("Fetch.continueRequest", {"requestId": rid})
+                return
             # Leaving the app (or loading a frame elsewhere): a 204 cancels the navigation
             # and keeps the current document, where a failure would commit an error page.
             slot.watch.requests.append({"kind": "navigation_blocked", "url": url})
+            if slot.watch.loading and event.get("frameId") == slot.target_id:
+                slot.watch.left = url  # its own load was aborted: see load_app
             await slot.cdp.send("Fetch.fulfillRequest",
                                 {"requestId": rid, "responseCode": 204, "responseHeaders": []})
 
@@ -332,9 +389,9 @@ class BrowserWorker:
             self.pages_served += 1
             slot = None
             try:
-                slot = gen.idle.pop() if gen.idle else await self._new_slot(gen)
+                slot = self._idle_slot(gen) or await self._new_slot(gen)
                 slot.html, slot.watch = html, PageWatch()
-                slot.document_url = self._server.set_document(slot.token, html)
+                slot.token, slot.document_url = self._server.serve(html)
                 slot.uses += 1
                 self._opened(slot.watch)
                 yield slot.page, slot.watch, slot.context
@@ -342,6 +399,16 @@ class BrowserWorker:
                 if slot is not None:
                     self._closed(slot.watch)
                     await self._put_back(slot, gen)
+
+    def _idle_slot(self, gen: _Generation) -> _Slot | None:
+        """An idle slot whose renderer is alive (one may have been killed while it waited)."""
+        while gen.idle:
+            slot = gen.idle.pop()
+            if not slot.dead:
+                return slot
+            gen.slots.pop(slot.target_id, None)
+            asyncio.ensure_future(self._close_context(slot.context, gen))
+        return None
 
     def _solo_done(self) -> None:
         self._solo -= 1
@@ -360,8 +427,10 @@ class BrowserWorker:
             raise EvaluatorFault(f"could not open a browser context: {e}") from e
         try:
             page = await context.new_page()
-            slot = _Slot(context, page, await context.new_cdp_session(page),
-                         self._server.register())
+            cdp = await context.new_cdp_session(page)
+            info = await cdp.send("Target.getTargetInfo")
+            slot = _Slot(context, page, cdp, info["targetInfo"]["targetId"])
+            gen.slots[slot.target_id] = slot
             slot.cdp.on("Fetch.requestPaused",
                         lambda ev: asyncio.ensure_future(self._document(slot, ev)))
             await slot.cdp.send("Fetch.enable", _DOCUMENTS)
@@ -379,8 +448,9 @@ class BrowserWorker:
     async def _put_back(self, slot: _Slot, gen: _Generation) -> None:
         """Resets the slot for the next app, or closes its context when in any doubt."""
         w = slot.watch
+        self._server.forget(slot.token)  # the app is readable only while its probe runs
         keep = (slot.uses < self.cfg.page_reuse and not gen.draining and not w.crashed
-                and not w.hung and gen is self._gen)
+                and not w.hung and not slot.dead and gen is self._gen)
         reset = False
         try:
             if keep:
@@ -392,7 +462,9 @@ class BrowserWorker:
             if reset:
                 gen.idle.append(slot)
             else:
-                self._server.forget(slot.token)
+                gen.slots.pop(slot.target_id, None)
+                # Closing the context ends its renderer process, a hung one too (within
+                # about 40 ms: its main thread need not answer), so a loop stops here.
                 await self._close_context(slot.context, gen)
 
     async def _reset(self, slot: _Slot) -> None:
@@ -434,6 +506,73 @@ class BrowserWorker:
                     if gen is self._gen:
                         self._gen = None
                         self._retire(gen, f"{gen.stuck} contexts would not close")
+
+
+class LeftWhileLoading(Exception):
+    """The page navigated away while it loaded; the navigation was blocked, the load aborted."""
+
+
+async def load_app(page: Page, watch: PageWatch, timeout_ms: float) -> None:
+    """Navigates the page to APP_URL and waits for its `load` event.
+
+    A document that starts a navigation of its own while it loads (a form submitted, a
+    `location` set, from an inline script) has its loading aborted: even with that
+    navigation cancelled, `load` never fires. Waiting for it would only spend the load
+    timeout, so `LeftWhileLoading` is raised as soon as the sandbox blocks such a
+    navigation (a browser would have left the app).
+
+    Raises:
+      LeftWhileLoading: the page left while loading (its URL is the message).
+      playwright Error: the load failed or timed out.
+    """
+    watch.loading, watch.left = True, None
+    nav = asyncio.ensure_future(page.goto(APP_URL, wait_until="load", timeout=timeout_ms))
+    try:
+        while True:
+            done, _ = await asyncio.wait({nav}, timeout=0.1)
+            if done:
+                nav.result()
+                return
+            if watch.left is not None:
+                raise LeftWhileLoading(watch.left)
+    finally:
+        watch.loading = False
+        if not nav.done():
+            nav.cancel()
+            await asyncio.gather(nav, return_exceptions=True)
+
+
+def _on_crash(gen: _Generation, event: dict) -> None:
+    """Marks the slot whose page crashed (Target.targetCrashed), with Chromium's status."""
+    slot = gen.slots.get(event.get("targetId"))
+    if slot is not None:
+        slot.dead = True
+        slot.watch.crashed = True
+        slot.watch.crash_status = event.get("status") or "crashed"
+
+
+def renderer_memory_args(cap_mb: int | None) -> list[str]:
+    """Chromium flags that start every renderer under a memory cap (RLIMIT_DATA), or none.
+
+    Renderers are started through ``prlimit`` (util-linux), so the cap holds from a
+    renderer's first instruction: allocations past it fail inside that renderer (an
+    ArrayBuffer throws a RangeError, anything else crashes the renderer), and no page
+    can push a machine that runs many of them into the kernel's OOM killer. RLIMIT_DATA
+    counts private writable memory, which is what the JS heap, ArrayBuffers, the DOM and
+    canvases take; address space merely reserved (V8's sandbox, 1 TB) does not count.
+
+    Raises:
+        RuntimeError: a cap is asked for and ``prlimit`` is missing.
+    """
+    if cap_mb is None:
+        return []
+    prlimit = shutil.which("prlimit")
+    if prlimit is None:
+        raise RuntimeError("prlimit (util-linux) is needed to cap renderer memory "
+                           "(BrowserConfig.renderer_memory_mb; None turns the cap off)")
+    cap = int(cap_mb) << 20
+    # Chromium splits the prefix at spaces: prlimit's path has none.
+    return [f"--renderer-cmd-prefix={prlimit} --data={cap}:{cap}"]
 
 
 async def _quietly(awaitable) -> None:

@@ -9,8 +9,14 @@ CHROMIUM_ARGS = (
     "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run",
     # Renderers of untrusted pages get a bounded heap: a memory bomb crashes its
-    # own tab (a runtime failure) instead of the evaluator host.
+    # own tab (a runtime failure) instead of the evaluator host. (Memory outside the
+    # JS heap, ArrayBuffers above all, is capped per renderer process:
+    # BrowserConfig.renderer_memory_mb.)
     "--js-flags=--max-old-space-size=512",
+    # WebRTC may use UDP only through a proxy that carries UDP, and ours carries
+    # nothing: without this, STUN/TURN datagrams from RTCPeerConnection reach any
+    # address (loopback and LAN included), since only TCP is sent to the dead proxy.
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     # Timers and rAF keep running in background tabs: the apps are scored
     # concurrently in many tabs and must behave as if each were in front.
     "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
@@ -112,6 +118,15 @@ class BrowserConfig:
       cdn_root: directory of the npm CDN mirror; None means the default.
       coverage: collect precise JS coverage of failing probes (for
         execution-grounded localization).
+      renderer_memory_mb: the most private writable memory (RLIMIT_DATA) a
+        renderer process may hold, set from its start (renderers are launched
+        through `prlimit`, util-linux); None for no cap. Past it allocations
+        fail in that renderer alone: an ArrayBuffer throws a RangeError,
+        anything else crashes the renderer, the app's failure either way, and
+        the pages of other renderers are untouched. A renderer holds about
+        0.3 GiB with a blank page and 0.7-0.9 GiB with the heaviest
+        InteractScience answers (three.js, Plotly) after 48 loads in one slot;
+        the V8 heap itself stops at 0.5 GiB (`--max-old-space-size`).
       rerun_contended_timeouts: a probe that ran out of time while other
         pages of its browser were open is run once more with no other page
         open, and that verdict stands. A heavy app (a WebGL scene, a large
@@ -137,6 +152,7 @@ class BrowserConfig:
     reset_timeout_ms: int = 5_000
     cdn_root: str | None = None
     coverage: bool = False
+    renderer_memory_mb: int | None = 1536
     rerun_contended_timeouts: bool = True
 
     def __post_init__(self):
@@ -158,9 +174,18 @@ class EvalConfig:
         verdicts); the reward stays gated either way.
       retries: how often a response whose scoring hit an evaluator fault
         (browser died) is scored again before it gets status `error`.
+      source_time_limit_ms: gate S, the whole source check (the HTML parse and
+        every inline script and stylesheet), runs in a thread of its own and
+        must end within this; past it the response fails gate S (a
+        `parse_timeout`, its fault). tree-sitter's HTML parse time grows with
+        the square of the nesting depth (2 s at 20,000 levels, about 68 s at
+        100,000 on one core) while real apps parse in milliseconds, so the
+        limit only ever ends documents no browser would build (Chromium's
+        tree stops nesting at 512 levels). Generous for a loaded machine.
     """
 
     reward: RewardConfig = dataclasses.field(default_factory=RewardConfig)
     browser: BrowserConfig = dataclasses.field(default_factory=BrowserConfig)
     run_rubrics_after_gate_failure: bool = False
     retries: int = 1
+    source_time_limit_ms: int = 10_000

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from evaluators.textindex import scrub_surrogates
+
 # An opening fence: 3+ backticks or tildes, an optional info string that names
 # html (```html, ```HTML, ``` html), up to the end of the line.
 _FENCE_OPEN = re.compile(r"^[ \t]{0,3}(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n", re.M)
@@ -23,7 +25,9 @@ class Extraction:
     """The app's code and where it sits in the response.
 
     Attributes:
-      code: the HTML document, `response[start:end]`.
+      code: the HTML document, `response[start:end]` with any lone surrogate
+        replaced by U+FFFD (what the served UTF-8 document holds; one character
+        for one, so every offset stays valid).
       start, end: character offsets of the code in the response.
       method: "fenced" (a ```html block) or "raw" (a bare HTML document).
     """
@@ -67,18 +71,18 @@ def extract_app(response: str) -> Extraction | None:
     A fenced block with no info string counts when its body is an HTML
     document. Returns None when there is no app (gate F fails).
     """
-    candidates = []
+    last = None
     for info, start, end in _fenced_blocks(response):
         lang = info.split()[0] if info else ""
-        body = response[start:end]
-        if lang in ("html", "htm", "xhtml") or (lang == "" and _HTML_START.search(body[:2000])):
-            if body.strip():
-                candidates.append(Extraction(body, start, end, "fenced"))
-    if candidates:
-        return candidates[-1]
+        if lang in ("html", "htm", "xhtml") or (
+                lang == "" and _HTML_START.search(response, start, min(end, start + 2000))):
+            if response[start:end].strip():
+                last = (start, end)
+    if last is not None:
+        return Extraction(scrub_surrogates(response[last[0]:last[1]]), *last, "fenced")
     m = _HTML_START.search(response)
     if not m:
         return None
     ends = list(_HTML_END.finditer(response, m.start()))
     end = ends[-1].end() if ends else len(response.rstrip())
-    return Extraction(response[m.start():end], m.start(), end, "raw")
+    return Extraction(scrub_surrogates(response[m.start():end]), m.start(), end, "raw")

@@ -15,7 +15,7 @@ from typing import Any
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator, Page, expect
 
-from evaluators.browser import APP_URL, PageWatch, monotonic_ms
+from evaluators.browser import LeftWhileLoading, PageWatch, load_app, monotonic_ms
 from evaluators.steps import (INTERACTION_KEYS, ProbeError, describe_locator, js_regex,
                               js_string, step_kind)
 
@@ -77,7 +77,11 @@ class ProbeRunner:
 
     async def load(self, timeout_ms: float) -> None:
         try:
-            await self.page.goto(APP_URL, wait_until="load", timeout=self._left(timeout_ms))
+            await load_app(self.page, self.watch, self._left(timeout_ms))
+        except LeftWhileLoading as e:
+            raise StepFailure(f"the page left for {str(e)[:300]} while loading (the sandbox "
+                              "blocked that navigation; the app's load was aborted)",
+                              "severe") from None
         except PlaywrightError as e:
             self.watch.hung = True
             raise StepFailure(f"the page did not load: {_short(e)}", "severe") from None
@@ -146,6 +150,10 @@ class ProbeRunner:
             if _SELECTOR_ERRORS.search(str(e)):
                 raise ProbeError(self.watch.step, f"bad selector: {_short(e)}") from None
             raise await self._classify(step, _short(e)) from None
+        except (TypeError, ValueError, KeyError) as e:
+            # A step value check_probe let through but the runner cannot use (a `var` that
+            # holds an object where a number is needed): the probe's fault, never the app's.
+            raise ProbeError(self.watch.step, f"malformed step: {e}") from None
 
     async def _do(self, step: dict) -> None:
         loc = self.locator(step["locator"])

@@ -14,73 +14,19 @@ from typing import NamedTuple
 
 from playwright.async_api import Page
 
-from evaluators.browser import APP_URL, BrowserWorker, EvaluatorFault, PageWatch, monotonic_ms
+from evaluators.browser import (BrowserWorker, EvaluatorFault, LeftWhileLoading, PageWatch,
+                                check_not_killed, load_app, monotonic_ms)
 from evaluators.config import EvalConfig
 from evaluators.coverage import Coverage
+from evaluators.diagnostics import Frames, error_diagnostic, failure_diagnostic, watch_diagnostics
 from evaluators.extract import Extraction, extract_app
 from evaluators.probes import ProbeRunner, StepFailure
 from evaluators.reward import gated_reward
-from evaluators.source import source_diagnostics
-from evaluators.steps import ProbeError, check_probe, describe_locator, locator_css
+from evaluators.source import Deadline, SourceTimeout, source_diagnostics
+from evaluators.steps import ProbeError, check_probe
 from evaluators.tasks import Rubric, Task
-from evaluators.textindex import TextIndex
 
 SCHEMA_VERSION = 1
-
-
-class _Frames:
-    """Maps stack frames of the served app to response coordinates."""
-
-    def __init__(self, extraction: Extraction):
-        self.extraction = extraction
-        self.index = TextIndex(extraction.code)
-
-    def frames(self, raw: list[dict]) -> list[dict]:
-        out = []
-        for f in raw:
-            f = dict(f)
-            in_app = f["url"].split("#", 1)[0] == APP_URL
-            f["in_app"] = in_app
-            offset = self.index.from_v8(f["line"], f["column"]) if in_app else None
-            f["offset"] = None if offset is None else self.extraction.to_response(offset)
-            out.append(f)
-        return out
-
-    def excerpt(self, frames: list[dict]) -> str | None:
-        top = next((f for f in frames if f["offset"] is not None), None)
-        if top is None:
-            return None
-        code_off = top["offset"] - self.extraction.start
-        line_start = self.extraction.code.rfind("\n", 0, code_off) + 1
-        line_end = self.extraction.code.find("\n", code_off)
-        line = self.extraction.code[line_start:line_end if line_end >= 0 else None]
-        return line.strip()[:300]
-
-
-def _error_diagnostic(err: dict, frames: _Frames, stage: str, rubric_id: str | None) -> dict:
-    mapped = frames.frames(err["frames"])
-    return {
-        "kind": "page_error", "stage": stage, "severity": "severe", "rubric_id": rubric_id,
-        "message": f"uncaught {err['name']}: {err['message']}"[:1000],
-        "step_index": err["step_index"], "interaction_index": err["interaction_index"],
-        "frames": mapped, "excerpt": frames.excerpt(mapped),
-    }
-
-
-def _watch_diagnostics(watch: PageWatch, stage: str, rubric_id: str | None) -> list[dict]:
-    """Requests, dialogs and popups as info diagnostics."""
-    out = []
-    for req in watch.requests:
-        out.append({"kind": req["kind"], "stage": stage, "severity": "info", "rubric_id": rubric_id,
-                    "message": f"{req['kind'].replace('_', ' ')}: {req['url']}", **req})
-    for d in watch.dialogs:
-        out.append({"kind": "dialog", "stage": stage, "severity": "info", "rubric_id": rubric_id,
-                    "message": f"{d['type']} dialog answered: {d['message']}",
-                    "step_index": d["step_index"]})
-    for url in watch.popups:
-        out.append({"kind": "popup_blocked", "stage": stage, "severity": "info",
-                    "rubric_id": rubric_id, "message": f"window.open blocked: {url}", "url": url})
-    return out
 
 
 class RuntimeGate:
@@ -93,7 +39,7 @@ class RuntimeGate:
     (`check_runtime`).
     """
 
-    def __init__(self, cfg: EvalConfig, frames: _Frames):
+    def __init__(self, cfg: EvalConfig, frames: Frames):
         self.cfg, self.frames = cfg, frames
         self.result: asyncio.Future = asyncio.get_running_loop().create_future()
 
@@ -114,6 +60,7 @@ class RuntimeGate:
         except Exception as e:  # noqa: BLE001
             if not watch.crashed and not page.context.browser.is_connected():
                 raise EvaluatorFault(f"browser died during the load check: {e}") from e
+        await check_not_killed(watch)
         return self.decide(watch, failure)
 
     def decide(self, watch: PageWatch, failure: str | None) -> bool:
@@ -122,11 +69,11 @@ class RuntimeGate:
             return self.result.result()[0]
         if watch.crashed:
             failure = "the renderer crashed"
-        diags = [_error_diagnostic(e, self.frames, "runtime", None) for e in watch.errors
+        diags = [error_diagnostic(e, self.frames, "runtime", None) for e in watch.errors
                  if e["interaction_index"] is None]
         if failure is None and diags:
             failure = "uncaught exception during load: " + diags[0]["message"]
-        diags.extend(_watch_diagnostics(watch, "runtime", None))
+        diags.extend(watch_diagnostics(watch, "runtime", None))
         if failure is not None:
             diags.insert(0, {"kind": "runtime_failure", "stage": "runtime", "severity": "severe",
                              "rubric_id": None, "message": failure})
@@ -140,7 +87,7 @@ class RuntimeGate:
 
 
 async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: EvalConfig,
-                        frames: _Frames) -> tuple[bool, list[dict]]:
+                        frames: Frames) -> tuple[bool, list[dict]]:
     """Gate E on a page of its own (for a response none of whose rubrics has a probe).
 
     Returns:
@@ -150,9 +97,13 @@ async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: Eval
     gate = RuntimeGate(cfg, frames)
     async with worker.page(extraction.code) as (page, watch, _):
         try:
-            await page.goto(APP_URL, wait_until="load", timeout=b.load_timeout_ms)
+            await load_app(page, watch, b.load_timeout_ms)
+        except LeftWhileLoading as e:
+            gate.decide(watch, f"the page did not load (it left for {str(e)[:300]} while "
+                               "loading; the sandbox blocked that navigation)")
         except Exception as e:  # noqa: BLE001 - Playwright timeout or navigation error
             watch.hung = True
+            await check_not_killed(watch)
             gate.decide(watch, f"the page did not load within {b.load_timeout_ms} ms "
                                f"({str(e).splitlines()[0][:200]})")
         if not gate.decided:
@@ -193,7 +144,7 @@ class ProbeOutcome(NamedTuple):
 
 
 async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extraction,
-                     cfg: EvalConfig, frames: _Frames, gate: RuntimeGate | None = None,
+                     cfg: EvalConfig, frames: Frames, gate: RuntimeGate | None = None,
                      alone: bool = False) -> ProbeOutcome | None:
     """Runs one rubric's probe on a fresh page.
 
@@ -211,6 +162,20 @@ async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extracti
     except ProbeError as e:
         return ProbeOutcome(_verdict(rubric, "error", failed_step=e.step_index,
                                      message=f"malformed probe: {e}", error_source="probe"), [])
+    try:
+        return await _probe_on_page(worker, rubric, extraction, cfg, frames, gate, alone)
+    except BaseException as e:
+        # Whatever ended the probe before gate E was decided decides nothing: the scorer
+        # waiting for the gate gets the exception instead (a no-op once it is decided).
+        if gate is not None:
+            gate.give_up(e)
+        raise
+
+
+async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extraction,
+                         cfg: EvalConfig, frames: Frames, gate: RuntimeGate | None,
+                         alone: bool) -> ProbeOutcome | None:
+    """run_rubric's probe, on a page of the worker (its arguments, the probe well-formed)."""
     b = cfg.browser
     limit_ms = b.probe_time_limit_ms + (b.settle_ms if gate is not None else 0)
     async with worker.page(extraction.code, alone=alone) as (page, watch, context):
@@ -221,14 +186,10 @@ async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extracti
         if b.coverage:
             cov = Coverage()
             await cov.start(context, page)
-        try:
-            failure, error = await _run_probe(runner, cov, gate, b.hang_timeout_ms, limit_ms)
-            if failure is not None and not watch.crashed and not context.browser.is_connected():
-                raise EvaluatorFault("the browser died while a probe ran")
-        except BaseException as e:
-            if gate is not None:
-                gate.give_up(e)
-            raise
+        failure, error = await _run_probe(runner, cov, gate, b.hang_timeout_ms, limit_ms)
+        if failure is not None and not watch.crashed and not context.browser.is_connected():
+            raise EvaluatorFault("the browser died while a probe ran")
+        await check_not_killed(watch)
         if gate is not None and _gate_stops(gate, runner, failure, cfg):
             if cov is not None:
                 await cov.stop()
@@ -244,8 +205,8 @@ async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extracti
         # Load-time errors repeat on every fresh page and were reported by gate
         # E; keep the ones an interaction triggered.
         errors = [e for e in watch.errors if e["interaction_index"] is not None]
-        diags = [_error_diagnostic(e, frames, "rubric", rubric.id) for e in errors]
-        diags.extend(d for d in _watch_diagnostics(watch, "rubric", rubric.id)
+        diags = [error_diagnostic(e, frames, "rubric", rubric.id) for e in errors]
+        diags.extend(d for d in watch_diagnostics(watch, "rubric", rubric.id)
                      if d.get("kind") != "blocked_request" and d.get("kind") != "cdn_fallback")
     rec, failed = _probe_record(rubric, watch, failure, error, errors, duration, covered)
     timed_out = isinstance(failure, _ProbeTimeout) and not watch.crashed
@@ -338,7 +299,7 @@ def _probe_record(rubric: Rubric, watch: PageWatch, failure: StepFailure | None,
     step = rubric.probe["steps"][step_index] if step_index is not None else None
     rec = _verdict(rubric, "fail", severity=failure.severity, failed_step=step_index,
                    message=str(failure), duration_ms=duration, runtime_error=runtime_error)
-    diag = _failure_diagnostic(rubric, failure, step_index, step, watch)
+    diag = failure_diagnostic(rubric, failure, step_index, step, watch)
     diag["coverage"] = covered
     return rec, diag
 
@@ -357,7 +318,7 @@ async def _load_and_run(runner: ProbeRunner, cov: Coverage | None,
     await runner.run()
 
 
-async def _read_coverage(cov: Coverage, extraction: Extraction, frames: _Frames) -> dict | None:
+async def _read_coverage(cov: Coverage, extraction: Extraction, frames: Frames) -> dict | None:
     """The functions that ran since load, or None if the page cannot say (hung)."""
     try:
         raw = await asyncio.wait_for(cov.take(), 5.0)
@@ -371,8 +332,10 @@ async def _watchdog(runner: ProbeRunner, hang_timeout_ms: int) -> None:
     """Raises StepFailure once the loaded page stops answering for hang_timeout_ms."""
     while True:
         await asyncio.sleep(1.0)
-        if runner.page.url != APP_URL:
-            continue  # not loaded yet: the load has its own timeout
+        if not runner.loaded:
+            continue  # the load has its own timeout
+        # Watched by whether it loaded, not by its URL: history.replaceState('#x') (or any
+        # same-origin path) changes the URL of a page that is still the app.
         try:
             await asyncio.wait_for(runner.page.evaluate("1"), hang_timeout_ms / 1000)
         except asyncio.TimeoutError:
@@ -400,25 +363,6 @@ async def _guarded(runner: ProbeRunner, hang_timeout_ms: int, cov: Coverage | No
         await asyncio.gather(probe, dog, return_exceptions=True)
 
 
-def _failure_diagnostic(rubric: Rubric, failure: StepFailure, step_index: int | None,
-                        step: dict | None, watch: PageWatch) -> dict:
-    loc = None if step is None else step.get("locator", step.get("from"))
-    action = None
-    if watch.interaction is not None:
-        action_step = rubric.probe["steps"][watch.interaction]
-        action_loc = action_step.get("locator") or (action_step.get("at") or {}).get("box")
-        action = {"step_index": watch.interaction, "step": action_step,
-                  "locator": describe_locator(action_loc) if action_loc else None,
-                  "selector": locator_css(action_loc)}
-    return {
-        "kind": "probe_failure", "stage": "rubric", "severity": failure.severity,
-        "rubric_id": rubric.id, "message": str(failure), "step_index": step_index, "step": step,
-        "locator": describe_locator(loc) if loc is not None else None,
-        "selector": locator_css(loc), "expected": failure.expected, "actual": failure.actual,
-        "after_action": action,
-    }
-
-
 def _gate_rubric(task: Task) -> int | None:
     """Index of the first rubric with a well-formed probe (its page decides gate E), or None."""
     for i, r in enumerate(task.rubrics):
@@ -434,6 +378,28 @@ def _gate_rubric(task: Task) -> int | None:
 def _not_run(task: Task, gate: str) -> list[dict]:
     return [_verdict(r, "unjudged" if r.probe is None else "fail", ran=False,
                      message=f"not run: the {gate} gate failed") for r in task.rubrics]
+
+
+def _check_source(extraction: Extraction, cfg: EvalConfig) -> tuple[list[dict], Frames]:
+    """Gate S's diagnostics (severe ones fail it) and the frame mapper, off the event loop.
+
+    Runs in a thread: a document that takes tree-sitter long (deep nesting) must not stall
+    the pages of the other apps this worker scores. The deadline starts here, in the
+    thread, so time spent waiting for one is not charged to the response.
+    """
+    limit_ms = cfg.source_time_limit_ms
+    try:
+        diags = source_diagnostics(extraction, Deadline.after(limit_ms / 1000))
+    except SourceTimeout as e:
+        diags = [{"kind": "parse_timeout", "stage": "source", "severity": "severe",
+                  "rubric_id": None, "limit_ms": limit_ms,
+                  "message": f"{e}, the source check's time limit (the parse slows with "
+                             "the square of the nesting depth)"}]
+    for d in diags:
+        if d["kind"] == "syntax_error":
+            fatal = d["lang"] == "javascript" or cfg.reward.css_errors_fail_source
+            d["severity"] = "severe" if fatal else "minor"
+    return diags, Frames(extraction)
 
 
 async def score_response(worker: BrowserWorker, task: Task, response: str,
@@ -453,16 +419,12 @@ async def score_response(worker: BrowserWorker, task: Task, response: str,
         return _record(task, None, "format", _not_run(task, "format"), [diag], timings, cfg)
 
     t = time.perf_counter()
-    diags = source_diagnostics(extraction)
+    diags, frames = await asyncio.to_thread(_check_source, extraction, cfg)
     timings["source_ms"] = round((time.perf_counter() - t) * 1000, 2)
-    fatal = [d for d in diags if d["lang"] == "javascript" or cfg.reward.css_errors_fail_source]
-    for d in diags:
-        d["severity"] = "severe" if d in fatal else "minor"
-    gate = "source" if fatal else None
+    gate = "source" if any(d["severity"] == "severe" for d in diags) else None
     if gate and not cfg.run_rubrics_after_gate_failure:
         return _record(task, extraction, gate, _not_run(task, gate), diags, timings, cfg)
 
-    frames = _Frames(extraction)
     t = time.perf_counter()
     first = _gate_rubric(task)
     first_run = None
@@ -507,7 +469,7 @@ async def score_response(worker: BrowserWorker, task: Task, response: str,
 
 async def _rerun_contended(worker: BrowserWorker, task: Task, results: list[ProbeOutcome],
                            extraction: Extraction, cfg: EvalConfig,
-                           frames: _Frames) -> list[ProbeOutcome]:
+                           frames: Frames) -> list[ProbeOutcome]:
     """Runs once more, alone in the browser, each probe that timed out beside other pages.
 
     A heavy app's probes side by side can starve each other past the time limit where

@@ -104,7 +104,7 @@ def _check_value(value: Any, known: set[str], where: str) -> None:
             raise ValueError(f"{where}: bad regex {value.get('regex')!r}: {e}")
         return
     if isinstance(value, dict) and "var" in value:
-        if value["var"] not in known:
+        if not isinstance(value["var"], str) or value["var"] not in known:
             raise ValueError(f"{where}: unknown var {value['var']!r} (not saved earlier)")
         return
     raise ValueError(f"{where}: not a value: {value!r}")
@@ -125,15 +125,27 @@ def _check_locator(loc: Any, where: str) -> None:
         raise ValueError(f"{where}: bad nth {nth!r}")
 
 
+def _number(value: Any) -> bool:
+    """A finite JSON number (not a boolean)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _check_point(at: Any, where: str) -> None:
     if isinstance(at, dict) and "box" in at:
         _check_locator(at["box"], where + ".box")
+        for k in ("fx", "fy", "dx", "dy"):
+            if k in at and not _number(at[k]):
+                raise ValueError(f"{where}.{k}: not a number: {at[k]!r}")
         return
-    if not (isinstance(at, dict) and isinstance(at.get("x"), (int, float)) and isinstance(at.get("y"), (int, float))):
+    if not (isinstance(at, dict) and _number(at.get("x")) and _number(at.get("y"))):
         raise ValueError(f"{where}: a point is {{x, y}} or {{box, fx, fy}}, got {at!r}")
 
 
-def _check_step(step: Any, known: set[str], where: str) -> None:
+# `retry` blocks nested deeper than this are rejected (real probes nest one or two).
+MAX_RETRY_DEPTH = 16
+
+
+def _check_step(step: Any, known: set[str], where: str, depth: int = 0) -> None:
     if not isinstance(step, dict):
         raise ValueError(f"{where}: a step is an object")
     kind = step_kind(step)
@@ -152,8 +164,10 @@ def _check_step(step: Any, known: set[str], where: str) -> None:
             raise ValueError(f"{where}: unknown mouse action {step['mouse']!r}")
         if step["mouse"] in ("move", "click") or "at" in step:
             _check_point(step.get("at"), where + ".at")
+        if "steps" in step and not (_number(step["steps"]) and 1 <= step["steps"] <= 1000):
+            raise ValueError(f"{where}.steps: a count of mouse moves from 1 to 1000")
     elif kind == "wait_ms":
-        if not isinstance(step["wait_ms"], (int, float)) or step["wait_ms"] < 0:
+        if not _number(step["wait_ms"]) or step["wait_ms"] < 0:
             raise ValueError(f"{where}: wait_ms must be a non-negative number")
     elif kind == "save":
         if not isinstance(step["save"], str):
@@ -176,19 +190,31 @@ def _check_step(step: Any, known: set[str], where: str) -> None:
                 raise ValueError(f"{where}: '{step['expect']}' needs a value")
         if "value" in step:
             _check_value(step["value"], known, where + ".value")
+        if step["expect"] == "count" and not (
+                isinstance(step["value"], dict) and "var" in step["value"]
+                or _number(step["value"]) and float(step["value"]).is_integer()):
+            raise ValueError(f"{where}: 'count' needs a whole number, got {step['value']!r}")
         if step["expect"] in ("attribute", "css") and not isinstance(step.get("name"), str):
             raise ValueError(f"{where}: '{step['expect']}' needs a name")
     elif kind == "assert":
         if step["assert"] not in ASSERTS:
             raise ValueError(f"{where}: unknown assertion {step['assert']!r}")
+        if "digits" in step and not (isinstance(step["digits"], int)
+                                     and not isinstance(step["digits"], bool)
+                                     and 0 <= step["digits"] <= 15):
+            raise ValueError(f"{where}.digits: an integer from 0 to 15")
         _check_value(step.get("left"), known, where + ".left")
         if step["assert"] not in ("truthy", "falsy"):
             _check_value(step.get("right"), known, where + ".right")
     elif kind == "retry":
         if not isinstance(step["retry"], list) or not step["retry"]:
             raise ValueError(f"{where}: retry needs a list of steps")
+        if "timeout_ms" in step and not (_number(step["timeout_ms"]) and step["timeout_ms"] > 0):
+            raise ValueError(f"{where}.timeout_ms: a positive number")
+        if depth >= MAX_RETRY_DEPTH:
+            raise ValueError(f"{where}: retry blocks nested more than {MAX_RETRY_DEPTH} deep")
         for j, inner in enumerate(step["retry"]):
-            _check_step(inner, known, f"{where}.retry[{j}]")
+            _check_step(inner, known, f"{where}.retry[{j}]", depth + 1)
 
 
 def check_probe(probe: Any) -> None:
@@ -196,7 +222,7 @@ def check_probe(probe: Any) -> None:
     if not isinstance(probe, dict) or not isinstance(probe.get("steps"), list):
         raise ProbeError(None, "a probe is {\"steps\": [...], \"timeout_ms\": N}")
     timeout = probe.get("timeout_ms", 5000)
-    if not isinstance(timeout, (int, float)) or timeout <= 0:
+    if not _number(timeout) or timeout <= 0:
         raise ProbeError(None, f"timeout_ms must be a positive number, got {timeout!r}")
     known: set[str] = set()
     for i, step in enumerate(probe["steps"]):

@@ -122,20 +122,38 @@ def parse_task(obj: Any, path: str = "<task>", line: int = 1) -> Task:
     return Task(id=tid, prompt=prompt, rubrics=rubrics, system=system, meta=meta, raw=obj)
 
 
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def iter_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
     """Yields (line number, decoded object) for each non-blank line.
 
+    Lines are read as bytes and decoded one by one, so that a line that is not UTF-8 is
+    reported with its number like any other malformed line.
+
     Raises:
-      FormatError: on a line that is not valid JSON.
+      FormatError: on a line that is not UTF-8 or not valid JSON (NaN and Infinity, which
+        Python's reader would take, included; values nested too deeply to decode too).
     """
-    with open(path, encoding="utf-8") as f:
-        for n, text in enumerate(f, start=1):
+    with open(path, "rb") as f:
+        for n, raw in enumerate(f, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise FormatError(str(path), n, "<line>",
+                                  f"not UTF-8: byte {e.start + 1} of the line is {raw[e.start]:#04x}"
+                                  ) from None
             if not text.strip():
                 continue
             try:
-                yield n, json.loads(text)
+                yield n, json.loads(text, parse_constant=_not_json)
             except json.JSONDecodeError as e:
-                raise FormatError(str(path), n, "<line>", f"invalid JSON: {e.msg} at column {e.colno}")
+                raise FormatError(str(path), n, "<line>",
+                                  f"invalid JSON: {e.msg} at column {e.colno}") from None
+            except (ValueError, RecursionError) as e:
+                reason = "nested too deeply" if isinstance(e, RecursionError) else str(e)
+                raise FormatError(str(path), n, "<line>", f"invalid JSON: {reason}") from None
 
 
 def load_tasks(path: str | Path) -> dict[str, Task]:

@@ -10,6 +10,21 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import re
+
+# A lone UTF-16 surrogate (a JSON "\ud800" escape with no partner) is a str character that
+# no UTF-8 encoder accepts.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def scrub_surrogates(text: str) -> str:
+    """`text` with each lone surrogate replaced by U+FFFD, one character for one.
+
+    What a browser shows for bytes that are not UTF-8; every offset into `text` still
+    points at the same character, and U+FFFD is 3 bytes in UTF-8 as a surrogate is under
+    ``surrogatepass``, so byte offsets agree too.
+    """
+    return _SURROGATE.sub("\ufffd", text) if _SURROGATE.search(text) else text
 
 
 class TextIndex:
@@ -24,7 +39,8 @@ class TextIndex:
         self.ascii = text.isascii()
         if not self.ascii:
             # Byte offset where each character starts, plus the end sentinel.
-            widths = (len(ch.encode("utf-8")) for ch in text)
+            # surrogatepass: a lone surrogate counts 3 bytes, as its U+FFFD stand-in does.
+            widths = (len(ch.encode("utf-8", "surrogatepass")) for ch in text)
             self._char_to_byte = [0, *itertools.accumulate(widths)]
             # The same for UTF-16 code units, V8's unit for columns and offsets.
             units = (2 if ord(ch) > 0xFFFF else 1 for ch in text)

@@ -103,6 +103,29 @@ def test_cli_scores_and_keeps_input_fields(tmp_path):
     assert "apps/s" in proc.stdout and "JS syntax error" in proc.stdout
 
 
+def test_cli_writes_every_record_after_a_lone_surrogate(tmp_path):
+    # Issue 17, hole 4: a response holding a lone UTF-16 surrogate (a JSON "\ud800" escape)
+    # is scored like any other, and its record and the ones after it are all written.
+    lines = (EXAMPLES / "responses.jsonl").read_text().splitlines()
+    by_model = {json.loads(x)["model"]: json.loads(x) for x in lines}
+    odd = dict(by_model["correct"], model="lone surrogate")
+    odd["response"] = odd["response"].replace("<h1>", "<!-- half a pair: \ud800 --><h1>", 1)
+    assert "\ud800" in odd["response"]
+    picked = [by_model["correct"], odd, by_model["JS syntax error"]]
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text("".join(json.dumps(r) + "\n" for r in picked))
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "evaluators", "score",
+                           "--tasks", str(EXAMPLES / "tasks.jsonl"), "--responses", str(responses),
+                           "--out", str(out), "--quiet"], capture_output=True, text=True,
+                          cwd=REPO, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    recs = [json.loads(x) for x in out.read_bytes().decode("utf-8").splitlines()]
+    assert [r["model"] for r in recs] == ["correct", "lone surrogate", "JS syntax error"]
+    assert [(r["status"], r["reward"]) for r in recs] == [("ok", 1.0), ("ok", 1.0), ("ok", 0.0)]
+    assert recs[1]["response"] == odd["response"]
+
+
 def test_cli_rejects_a_bad_line_naming_it(tmp_path):
     responses = tmp_path / "bad.jsonl"
     responses.write_text(json.dumps({"task_id": "examples/counter", "response": "x"}) + "\n"
@@ -134,3 +157,31 @@ def test_cli_localize_adds_spans(tmp_path):
     handler = "() => {\n  render();\n}"
     at = rec["response"].index(handler)
     assert any(s <= at and at + len(handler) <= e for s, e in reset["s_dir"]), reset["s_dir"]
+
+
+@pytest.mark.slow
+def test_ray_scorer_rescores_the_rows_of_a_killed_actor():
+    # A Ray actor SIGKILLed mid-batch (issue 17): its rows are scored again on a new actor,
+    # every record comes back in order, with the verdicts of the rows it was scoring.
+    ray = pytest.importorskip("ray")
+    import threading
+
+    from evaluators.ray_fleet import RayScorer
+
+    tasks = load_tasks(EXAMPLES / "tasks.jsonl")
+    by_model = {r["model"]: r for r in load_responses(EXAMPLES / "responses.jsonl", tasks)}
+    rows = [by_model[m] for m in ("correct", "partial: reset and class broken", "no code",
+                                  "throws on load")] * 2
+    try:
+        with RayScorer(tasks, EvalConfig(), actors=2, per_actor=4) as scorer:
+            victim = scorer.pids()[0]
+            # Both actors are scoring their first batch of 4 (each takes well over 5 s).
+            threading.Timer(5.0, os.kill, (victim, signal.SIGKILL)).start()
+            out = scorer.score(rows)
+            replaced = scorer.replaced
+    finally:
+        ray.shutdown()
+    assert replaced >= 1
+    assert [r["model"] for r in out] == [r["model"] for r in rows]
+    assert [(r["status"], r["reward"]) for r in out] == [("ok", 1.0), ("ok", 0.82), ("ok", 0.0),
+                                                         ("ok", 0.1)] * 2

@@ -135,6 +135,21 @@ def test_invalid_json_and_unknown_task(tmp_path):
         load_responses(r2, tasks)
 
 
+@pytest.mark.parametrize("line, reason", [
+    (b'{"id": "t1", "prompt": "\xff\xfe"}', "not UTF-8: byte 25 of the line is 0xff"),
+    (b'{"id": NaN}', "NaN is not JSON"),
+    (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+], ids=["bad-utf8", "nan", "deep"])
+def test_unreadable_lines_are_rejected_with_their_number(tmp_path, line, reason):
+    # Found by tests/test_fuzz_inputs.py: these raised UnicodeDecodeError or RecursionError
+    # (the CLI crashed with a traceback) or were taken (NaN).
+    p = tmp_path / "tasks.jsonl"
+    p.write_bytes(json.dumps(GOOD_TASK).encode() + b"\n" + line + b"\n")
+    with pytest.raises(FormatError) as e:
+        load_tasks(p)
+    assert (e.value.line, e.value.field) == (2, "<line>") and reason in e.value.reason
+
+
 def test_unknown_keys_are_kept():
     from evaluators.tasks import parse_task
     t = parse_task({**GOOD_TASK, "future": 1})
@@ -142,6 +157,13 @@ def test_unknown_keys_are_kept():
 
 
 # --- probe steps ---------------------------------------------------------------
+
+def _nested_retry(depth: int) -> dict:
+    step: dict = {"wait_ms": 1}
+    for _ in range(depth):
+        step = {"retry": [step]}
+    return step
+
 
 @pytest.mark.parametrize("steps, index, words", [
     ([{"wait_ms": 10}, {"teleport": "#x"}], 1, "exactly one of"),
@@ -152,6 +174,15 @@ def test_unknown_keys_are_kept():
     ([{"save": "v", "from": "#x", "read": "smell"}], 0, "unknown read"),
     ([{"retry": [{"assert": "roughly", "left": 1, "right": 2}]}], 0, "unknown assertion"),
     ([{"do": "click", "locator": {"xpath": "//a"}}], 0, "unknown locator keys"),
+    # Found by tests/test_fuzz_inputs.py: each once raised TypeError, RecursionError or a
+    # ValueError at run time instead of naming the step.
+    ([{"expect": "text", "locator": "#x", "value": {"var": ["x"]}}], 0, "unknown var"),
+    ([{"mouse": "move", "at": {"box": "#a", "fx": "left"}}], 0, "fx: not a number"),
+    ([{"assert": "close", "left": 1, "right": 2, "digits": "2"}], 0, "digits"),
+    ([{"expect": "count", "locator": "#x", "value": "three"}], 0, "whole number"),
+    ([{"wait_ms": float("nan")}], 0, "non-negative number"),
+    ([{"retry": [{"wait_ms": 1}], "timeout_ms": -1}], 0, "timeout_ms"),
+    ([_nested_retry(3000)], 0, "nested more than 16 deep"),
 ])
 def test_malformed_probes_are_errors(steps, index, words):
     with pytest.raises(ProbeError) as e:

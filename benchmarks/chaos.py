@@ -1,0 +1,252 @@
+"""Chaos: score real and hostile apps while browsers, renderers, a worker and a Ray actor die.
+
+The same apps are scored three ways and compared:
+
+1. calm: an ``EvaluatorPool`` with nothing killed (the reference verdicts);
+2. chaos: the same pool while a killer thread SIGKILLs a Chromium process of the pool's
+   workers at random (exponential gaps, mean ``--kill-every`` seconds; a browser's main
+   process with probability ``--browser-share``, else a renderer), and one pool worker
+   process is SIGKILLed a third of the way through;
+3. Ray: the first ``--ray-apps`` apps on ``evaluators.ray_fleet.RayScorer`` actors, one
+   of which is SIGKILLed mid-batch.
+
+Apps: ``--apps`` (default 1,000) = the hostile apps of ``tests/hostile_apps.py`` (about
+a tenth, repeated as needed) spread among InteractScience answers (the ten models in turn,
+tasks spread over the set). Network attacks aim at loopback listeners this script owns;
+the table says what reached them (must be nothing).
+
+For each run: records returned (all must come back, in input order), evaluator errors
+(status ``error``: retried, never a low score), verdicts (rubric verdicts that ran, plus
+each record's gate and reward) differing from the calm run's, for the non-hostile and the
+hostile apps, kills by kind and wall time. Differing verdicts are listed by name.
+
+Run:
+  python benchmarks/chaos.py [--apps 1000] [--kill-every 20] [--workers 2] [--ray-apps 40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.proc_cpu import descendants  # noqa: E402
+from evaluators.config import EvalConfig  # noqa: E402
+from evaluators.pool import EvaluatorPool  # noqa: E402
+from evaluators.summary import table  # noqa: E402
+from evaluators.tasks import load_responses, load_tasks  # noqa: E402
+from tests.hostile_apps import hostile_apps, hostile_tasks  # noqa: E402
+from tests.test_evaluator_containment import _Listeners  # noqa: E402
+from tests.test_evaluator_browser import COUNTER, GOOD  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data" / "interactscience"
+
+
+def sample(n: int, hostile_share: float, ports: tuple[int, ...]) -> tuple[dict, list[dict]]:
+    """`n` rows: real answers (models in turn, tasks spread) with hostile apps spread in."""
+    tasks = load_tasks(DATA / "tasks.jsonl")
+    answers = {p.stem: {r["task_id"]: r for r in load_responses(p, tasks)}
+               for p in sorted((DATA / "answers").glob("*.jsonl"))}
+    models, ids = sorted(answers), sorted(tasks)
+    n_hostile = round(n * hostile_share)
+    real = []
+    for j in range(n - n_hostile):
+        model = models[j % len(models)]
+        # Consecutive rows take tasks far apart; the ten models cover each task in turn.
+        tid = ids[(j * 37 + j // len(ids)) % len(ids)]
+        row = answers[model].get(tid)
+        if row is not None:
+            real.append({**row, "name": f"{tid} {model}", "hostile": False})
+    apps = hostile_apps(GOOD, *ports)
+    bad = [{"task_id": h.task_id, "response": h.response, "hostile": True,
+            "name": f"hostile {k}: {h.name}"}
+           for k, h in ((k, apps[k % len(apps)]) for k in range(n_hostile))]
+    rows, every = [], max(1, len(real) // max(1, len(bad)))
+    for i, row in enumerate(real):
+        rows.append(row)
+        if bad and i % every == every - 1:
+            rows.append(bad.pop(0))
+    rows.extend(bad)
+    return {**tasks, **hostile_tasks(COUNTER)}, rows
+
+
+class Killer:
+    """SIGKILLs Chromium processes descending from this one at random, from a thread.
+
+    Args:
+      every_s: mean seconds between kills (exponential gaps).
+      browser_share: chance a kill takes a browser's main process (else a renderer).
+      seed: for the gaps and the choices.
+    """
+
+    def __init__(self, every_s: float, browser_share: float, seed: int):
+        self.every_s, self.browser_share = every_s, browser_share
+        self.rng = random.Random(seed)
+        self.kills = {"browser": 0, "renderer": 0, "worker": 0, "actor": 0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "Killer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.rng.expovariate(1 / self.every_s)):
+            kind = "browser" if self.rng.random() < self.browser_share else "renderer"
+            pids = [pid for pid, k, _ in descendants(os.getpid()) if k == kind
+                    and _exe(pid) == "chromium"]
+            if pids:
+                self.kill(self.rng.choice(sorted(pids)), kind)
+
+    def kill(self, pid: int, kind: str) -> None:
+        try:
+            os.kill(pid, signal.SIGKILL)
+            self.kills[kind] += 1
+        except ProcessLookupError:
+            pass
+
+
+def _exe(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            first = f.read().split(b"\0")[0].split(b" ")[0]
+        return os.path.basename(first.decode(errors="replace"))
+    except OSError:
+        return ""
+
+
+def verdicts(records: list[dict]) -> dict[tuple[int, str], str]:
+    """(row, rubric id or '<gate>'/'<reward>') -> what the evaluator decided, for ok records."""
+    out = {}
+    for i, r in enumerate(records):
+        if r["status"] != "ok":
+            continue
+        out[i, "<gate>"] = str(r["gate"])
+        out[i, "<reward>"] = f"{r['reward']:.3f}"
+        for v in r["rubrics"]:
+            if v.get("ran", True) and v["verdict"] in ("pass", "fail"):
+                out[i, v["id"]] = v["verdict"]
+    return out
+
+
+def compare(rows: list[dict], calm: dict, got: list[dict]) -> tuple[int, int, int, list[str]]:
+    """(differing non-hostile, differing hostile, differing in all, one line for each)."""
+    ours = verdicts(got)
+    diff = [k for k in calm if k in ours and ours[k] != calm[k]]
+    lines = [f"  {rows[i]['name']} / {rid}: calm {calm[i, rid]}, here {ours[i, rid]}"
+             for i, rid in diff]
+    real = sum(not rows[i]["hostile"] for i, _ in diff)
+    return real, len(diff) - real, len(diff), lines
+
+
+def run_pool(tasks: dict, rows: list[dict], workers: int, killer: Killer | None) -> tuple:
+    """Scores rows on a pool; with a killer, one worker process is killed a third of the way."""
+    t0 = time.monotonic()
+    out = []
+    with EvaluatorPool(tasks, EvalConfig(), workers=workers) as pool:
+        ids = pool.submit(rows)
+        for k, idx in enumerate(ids):
+            out.extend(pool.collect([idx]))
+            if killer is not None and k == len(ids) // 3:
+                victim = max((s for s in pool._slots if s is not None), key=lambda s: len(s.inflight))
+                killer.kill(victim.proc.pid, "worker")
+        restarts = pool.restarts
+    return out, time.monotonic() - t0, restarts
+
+
+def run_ray(tasks: dict, rows: list[dict], actors: int, killer: Killer) -> tuple:
+    from evaluators.ray_fleet import RayScorer
+
+    t0 = time.monotonic()
+    with RayScorer(tasks, EvalConfig(), actors=actors) as scorer:
+        pids = scorer.pids()  # the actors are up: their first batches start now
+        # Mid-batch: 10 s into the first batches (an app takes several seconds).
+        timer = threading.Timer(10.0, lambda: killer.kill(pids[0], "actor"))
+        timer.start()
+        out = scorer.score(rows)
+        timer.cancel()
+        replaced = scorer.replaced
+    return out, time.monotonic() - t0, replaced
+
+
+def _row(name: str, rows: list[dict], out: list[dict], wall: float, calm: dict | None,
+         kills: dict, diffs: list[str]) -> list:
+    in_order = len(out) == len(rows) and all(o.get("name") == r["name"] for o, r in zip(out, rows))
+    errors = sum(o["status"] == "error" for o in out)
+    diffs.extend(f"{name}: evaluator error for {o['name']}: {o['error'].splitlines()[0][:200]}"
+                 for o in out if o["status"] == "error")
+    real = hostile = "-"
+    if calm is not None:
+        real, hostile, _, lines = compare(rows, calm, out)
+        diffs.extend([f"{name}:"] + lines if lines else [])
+    kill_text = ", ".join(f"{k} {v}" for k, v in kills.items() if v) or "none"
+    return [name, len(rows), f"{len(out)} ({'in order' if in_order else 'NOT IN ORDER'})",
+            errors, real, hostile, kill_text, round(wall)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--apps", type=int, default=1000, help="apps scored in each pool run")
+    ap.add_argument("--hostile-share", type=float, default=0.1)
+    ap.add_argument("--kill-every", type=float, default=20.0,
+                    help="mean seconds between SIGKILLs of Chromium processes")
+    ap.add_argument("--browser-share", type=float, default=0.25,
+                    help="share of kills that take a browser's main process (else a renderer)")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--ray-apps", type=int, default=40, help="apps for the Ray run (0: skip)")
+    ap.add_argument("--seed", type=int, default=0)
+    args = ap.parse_args()
+
+    ears = _Listeners()
+    ports = (ears.port(socket.AF_INET, socket.SOCK_STREAM),
+             ears.port(socket.AF_INET6, socket.SOCK_STREAM),
+             ears.port(socket.AF_INET, socket.SOCK_DGRAM), ears.port(socket.AF_INET6, socket.SOCK_DGRAM))
+    tasks, rows = sample(args.apps, args.hostile_share, ports)
+    n_hostile = sum(r["hostile"] for r in rows)
+    print(f"{len(rows)} apps ({n_hostile} hostile), {args.workers} workers, a kill every "
+          f"{args.kill_every} s on average ({args.browser_share:.0%} browsers)", flush=True)
+    results, diffs = [], []
+    calm_out, wall, _ = run_pool(tasks, rows, args.workers, None)
+    calm = verdicts(calm_out)
+    results.append(_row("calm", rows, calm_out, wall, None, {}, diffs))
+    print(f"calm: {wall:.0f} s", flush=True)
+    killer = Killer(args.kill_every, args.browser_share, args.seed)
+    with killer:
+        out, wall, restarts = run_pool(tasks, rows, args.workers, killer)
+    results.append(_row("chaos (pool)", rows, out, wall, calm, dict(killer.kills), diffs))
+    print(f"chaos: {wall:.0f} s, kills {killer.kills}, worker restarts {restarts}", flush=True)
+    if args.ray_apps:
+        sub = rows[:args.ray_apps]
+        ray_killer = Killer(1e9, 0, args.seed)  # no random kills: only the actor
+        out, wall, replaced = run_ray(tasks, sub, args.workers, ray_killer)
+        sub_calm = {k: v for k, v in calm.items() if k[0] < len(sub)}
+        kills = {**ray_killer.kills, "actors replaced": replaced}
+        results.append(_row("Ray actors", sub, out, wall, sub_calm, kills, diffs))
+        print(f"ray: {wall:.0f} s, actors replaced {replaced}", flush=True)
+    time.sleep(1.0)
+    seen = list(ears.seen)
+    ears.close()
+    print()
+    print(table(["run", "apps", "records returned", "evaluator errors",
+                 "verdicts differing (non-hostile)", "verdicts differing (hostile)", "kills",
+                 "wall s"], results))
+    print(f"\npackets at the loopback listeners: {len(seen)} {seen[:5]}")
+    print("\n".join(["evaluator errors and verdicts differing from the calm run:"] + diffs)
+          if diffs else "no evaluator error, no verdict differs from the calm run")
+
+
+if __name__ == "__main__":
+    main()
