@@ -36,6 +36,7 @@ RULES: dict[str, Any] = {
     "exp_route": None,                   # router output (all experts per token)
     "conv": None,
     "norm": None,
+    "layers": None,                      # leading axis of stacked layer groups (scanned, never sharded)
 }
 
 

@@ -28,6 +28,12 @@ MTP module j (0-based; built when `cfg.mtp`) is checkpoint layer L = num_layers 
   model.layers.{L}.{rest}                        mtp_layers.{j}.block.{...}  (an MLA + MoE layer:
       every name of a normal layer above, with i = L)
 
+With `cfg.scan_layers`, the scanned layers' parameters are stacked by group
+(rcca_jax.models.stack): `layer_groups.{j}.{rest}` [N, ...] has at row g the
+tensor of layer i = prefix + g * period + j, named as `layers.{i}.{rest}` above;
+loading reads each layer's tensor into its row, export writes each row under its
+layer's name, so a checkpoint does not depend on the layout.
+
 The word embedding and the LM head are shared with the main model. Without
 `cfg.mtp`, tensors of layers >= num_hidden_layers are skipped when the config
 declares MTP layers (num_nextn_predict_layers > 0). Any other unknown or
@@ -50,6 +56,7 @@ from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from rcca_jax.models.config import LingConfig
 from rcca_jax.models.model import Ling
 from rcca_jax.models.safetensors_io import SafetensorsFile, save_file
+from rcca_jax.models.stack import GROUPS, layer_split, layer_view, source_paths
 from rcca_jax.sharding import state_shardings
 
 # Kept in float32 whatever the model dtype (as the reference does).
@@ -181,10 +188,36 @@ def _reader(index: _Index, names: list[str], kind: str, dtype) -> Callable:
     return read
 
 
+def _stacked(readers: list[Callable]) -> Callable:
+    """A callback for a stacked [N, ...] parameter from one reader per row (layer)."""
+
+    def read(idx: tuple) -> np.ndarray:
+        return np.stack([readers[g](idx[1:]) for g in range(len(readers))[idx[0]]])
+
+    return read
+
+
+def _check_shape(root: Path, index: _Index, names: list[str], kind: str, want: tuple, p: tuple) -> None:
+    """Raises unless the first tensor of `names` fits a (per-layer) parameter of shape `want`."""
+    first = index.get(names[0])
+    want = want[1:] if kind == "experts" else want
+    have = first.T.shape if kind in ("T", "experts") else (
+        first[:, 0, :].T.shape if kind == "conv" else first.shape)
+    if tuple(have) != tuple(want):
+        raise CheckpointError(f"{root}: tensor {names[0]} has shape {tuple(first.shape)}, "
+                              f"which does not fit parameter {'.'.join(map(str, p))} {want}")
+
+
 def load_state(path: str | Path, cfg: LingConfig, mesh: Mesh | None = None):
-    """Reads a checkpoint into (graphdef, state) of `Ling(cfg)`, placing each shard."""
+    """Reads a checkpoint into (graphdef, state) of `Ling(cfg)`, placing each shard.
+
+    Each parameter is one `make_array_from_callback`: every device reads only its
+    slice (a stacked parameter's rows layer by layer), so the host holds at most one
+    parameter's transformed tensors at a time.
+    """
     root = Path(path)
     index = _Index(root)
+    split = layer_split(cfg)
     abstract = nnx.eval_shape(lambda: Ling(cfg, nnx.Rngs(0)))
     graphdef, abs_state = nnx.split(abstract)
     shard_state = state_shardings(abs_state, mesh) if mesh is not None else None
@@ -194,25 +227,30 @@ def load_state(path: str | Path, cfg: LingConfig, mesh: Mesh | None = None):
     missing: list[str] = []
     leaves = []
     for p, var in flat:
-        names, kind = hf_names(p, cfg)
-        absent = [n for n in names if n not in index.weight_map]
+        per_layer = [hf_names(q, cfg) for q in source_paths(p, split)]  # one per row if stacked
+        kind = per_layer[0][1]
+        absent = [n for names, _ in per_layer for n in names if n not in index.weight_map]
         if absent:
             missing += absent
             leaves.append((p, var))
             continue
-        used.update(names)
+        for names, _ in per_layer:
+            used.update(names)
         shape = tuple(var.get_value().shape)
         dtype = jnp.float32 if p[-1] in FP32_PARAMS else jnp.dtype(cfg.param_dtype)
         sharding = shard_flat[p].get_value() if p in shard_flat else SingleDeviceSharding(jax.devices()[0])
-        first = index.get(names[0])
-        want = shape[1:] if kind == "experts" else shape
-        have = first.T.shape if kind in ("T", "experts") else (
-            first[:, 0, :].T.shape if kind == "conv" else first.shape)
-        if tuple(have) != tuple(want):
-            raise CheckpointError(f"{root}: tensor {names[0]} has shape {tuple(first.shape)}, "
-                                  f"which does not fit parameter {'.'.join(map(str, p))} {shape}")
-        arr = jax.make_array_from_callback(shape, sharding, _reader(index, names, kind, dtype))
-        leaves.append((p, var.replace(arr)))
+        stacked = p[0] == GROUPS
+        for names, _ in per_layer:
+            _check_shape(root, index, names, kind, shape[1:] if stacked else shape, p)
+        readers = [_reader(index, names, kind, dtype) for names, _ in per_layer]
+        read = _stacked(readers) if stacked else readers[0]
+        leaves.append((p, var.replace(jax.make_array_from_callback(shape, sharding, read))))
+    _check_names(root, cfg, index, used, missing)
+    return graphdef, nnx.from_flat_state(leaves)
+
+
+def _check_names(root: Path, cfg: LingConfig, index: _Index, used: set[str], missing: list[str]) -> None:
+    """Raises listing missing and unknown tensors (a checkpoint's MTP ones may be skipped)."""
     unknown = sorted(set(index.weight_map) - used)
     mtp = {n for n in unknown if _layer_of(n) is not None and _layer_of(n) >= cfg.num_layers}
     if cfg.num_mtp_layers and not cfg.mtp:
@@ -224,7 +262,6 @@ def load_state(path: str | Path, cfg: LingConfig, mesh: Mesh | None = None):
         if unknown:
             msg.append(f"unknown tensors ({len(unknown)}): " + ", ".join(unknown[:50]))
         raise CheckpointError("; ".join(msg))
-    return graphdef, nnx.from_flat_state(leaves)
 
 
 def _layer_of(name: str) -> int | None:
@@ -250,8 +287,16 @@ def from_pretrained(path: str | Path, dtype=jnp.float32, mesh: Mesh | None = Non
     return nnx.merge(graphdef, state)
 
 
-def _host_value(x: jax.Array) -> np.ndarray:
-    """The whole value of a (possibly multi-process) array, on every process."""
+@jax.jit
+def _row(x: jax.Array, g: jax.Array) -> jax.Array:
+    return jax.lax.dynamic_index_in_dim(x, g, keepdims=False)
+
+
+def _host_value(x: jax.Array, row: int | None = None) -> np.ndarray:
+    """The whole value of a (possibly multi-process) array, or of its row `row`, on
+    every process. A row is cut on the devices, so only it is gathered."""
+    if row is not None:
+        x = _row(x, jnp.int32(row))
     if getattr(x, "is_fully_addressable", True):
         return np.asarray(jax.device_get(x))
     from jax.experimental import multihost_utils
@@ -264,7 +309,7 @@ def save_pretrained(model: Ling, path: str | Path, max_shard_bytes: int = 2 << 3
     """Writes `model` as a released-format checkpoint: config.json, shards, index.
 
     Tensors are gathered and written one shard at a time, so the host never holds more
-    than a shard. On several processes every one must call this (each tensor is
+    than a shard (a stacked parameter is gathered one layer's row at a time). On several processes every one must call this (each tensor is
     gathered collectively); process 0 writes.
 
     Args:
@@ -295,9 +340,10 @@ def save_pretrained(model: Ling, path: str | Path, max_shard_bytes: int = 2 << 3
         current, size = {}, 0
 
     stored = None
-    for p, var in nnx.to_flat_state(nnx.state(model)):
+    # The unrolled model's order and names, a stacked parameter row by row (layer by layer).
+    for p, var, row in layer_view(nnx.state(model), layer_split(cfg)):
         names, kind = hf_names(p, cfg)
-        value = _host_value(var.get_value())
+        value = _host_value(var.get_value(), row)
         if dtype is not None and np.issubdtype(value.dtype, np.floating) and p[-1] not in FP32_PARAMS:
             value = value.astype(jnp.dtype(dtype))
         if stored is None and p[-1] not in FP32_PARAMS:

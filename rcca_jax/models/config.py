@@ -40,8 +40,8 @@ _HF_ALIASES = {
 # Fields a run may choose freely for a checkpoint: how to compute, not what the weights are.
 # Every other field is read from the checkpoint's config.json (`LingConfig.from_pretrained`).
 RUNTIME_FIELDS = ("dtype", "param_dtype", "moe_dispatch", "capacity_factor", "moe_group_size",
-                  "remat", "mtp", "mtp_input_norm", "attn_block", "kda_chunk_size",
-                  "initializer_range")
+                  "remat", "scan_layers", "mtp", "mtp_input_norm", "attn_block",
+                  "kda_chunk_size", "initializer_range")
 _HF_SAME = (
     "vocab_size", "hidden_size", "intermediate_size", "moe_intermediate_size", "kv_lora_rank",
     "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "topk_group", "first_k_dense_replace",
@@ -57,7 +57,7 @@ class LingConfig:
 
     Dimension letters used in the model code: B batch, T time, S key positions,
     D model, H heads, K head dim, E experts, F ffn, V vocab, G expert groups,
-    L latent (kv_lora_rank), R rope dim, C chunk.
+    L latent (kv_lora_rank), R rope dim, C chunk, N scanned layer groups.
     """
 
     vocab_size: int = 157184
@@ -109,6 +109,9 @@ class LingConfig:
     capacity_factor: float = 1.25
     moe_group_size: int = 1024  # tokens per capacity group ("capacity" dispatch)
     remat: bool = False
+    # Run the repeating tail of the layer pattern as a scan over stacked layer groups, so
+    # XLA compiles one group, not every layer (rcca_jax.models.stack); same results.
+    scan_layers: bool = True
     mtp: bool = False  # build and train the MTP modules (else a checkpoint's are skipped)
     # MTP input: the main model's final-norm hidden states and each depth's
     # final_layernorm output (as sglang's Bailing NextN serving feeds them), or,

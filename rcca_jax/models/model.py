@@ -4,7 +4,9 @@
 `hidden()` and compute log-probs in chunks from `head_kernel()` so the full
 [B, T, V] logits never exist at once. For decoding, `init_cache()` then
 `step()`: MLA layers keep (c, k_rot) per slot, KDA layers their conv inputs
-and [H, K, V] state. With `cfg.mtp`, the model also owns the multi-token
+and [H, K, V] state. With `cfg.scan_layers` (the default) the repeating layer
+groups are stacked and scanned (rcca_jax.models.stack): `layers` holds the
+unrolled prefix, `layer_groups` the stacked group positions. With `cfg.mtp`, the model also owns the multi-token
 prediction modules (`mtp_layers`, see rcca_jax.models.mtp): `hidden_with_mtp()`
 returns the main and the MTP hidden states from one trunk pass,
 `mtp_logits()` their logits.
@@ -20,6 +22,7 @@ from rcca_jax.models.config import FULL, LingConfig
 from rcca_jax.models.decoder import DecoderLayer, layer_call
 from rcca_jax.models.layers import RMSNorm, dtype_of, embed_lookup, param
 from rcca_jax.models.mtp import MTPLayer, mtp_forward
+from rcca_jax.models.stack import layer_split, scan_groups, stack_modules
 
 __all__ = ["DecoderLayer", "Ling"]
 
@@ -30,7 +33,13 @@ class Ling(nnx.Module):
     def __init__(self, cfg: LingConfig, rngs: nnx.Rngs):
         self.cfg = cfg
         self.embed_tokens = param(rngs, (cfg.vocab_size, cfg.hidden_size), ("vocab", "embed"), cfg)
-        self.layers = nnx.List([DecoderLayer(cfg, i, rngs) for i in range(cfg.num_layers)])
+        # Every layer is built in order (the same initial weights whatever the layout), then
+        # the scanned ones are stacked by group position.
+        split = layer_split(cfg)
+        layers = [DecoderLayer(cfg, i, rngs) for i in range(cfg.num_layers)]
+        self.layers = nnx.List(layers[:split.prefix])
+        self.layer_groups = nnx.List([stack_modules(layers[split.prefix + j::split.period])
+                                      for j in range(split.period)]) if split.groups else None
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps, cfg)
         self.lm_head = None if cfg.tie_word_embeddings else \
             param(rngs, (cfg.hidden_size, cfg.vocab_size), ("embed", "vocab"), cfg)
@@ -67,7 +76,7 @@ class Ling(nnx.Module):
         if cache is not None:
             valid = jnp.ones((b, t), bool) if mask is None else mask
             key_mask = jax.lax.dynamic_update_slice_in_dim(cache["mask"], valid, index, axis=1)
-        x = embed_lookup(self.embed_tokens[...], tokens, dtype_of(cfg.dtype))
+        x = embed_lookup(self.embed_tokens[...], tokens, dtype_of(cfg.dtype))  # [B, T, D]
         new_layers, loads = [], []
         call = layer_call(cfg)
         for i, layer in enumerate(self.layers):
@@ -76,12 +85,18 @@ class Ling(nnx.Module):
             new_layers.append(layer_cache)
             if load is not None:
                 loads.append(load)
+        loads = jnp.stack(loads) if loads else jnp.zeros((0, cfg.num_experts), jnp.float32)
+        new_groups = None
+        if self.layer_groups is not None:
+            x, new_groups, group_loads = scan_groups(
+                self.layer_groups, cfg, x, positions, mask, key_mask,
+                None if cache is None else cache["groups"], index)
+            loads = jnp.concatenate([loads, group_loads])  # the groups follow the prefix
         new_cache = None
         if cache is not None:
-            new_cache = {"index": index + t, "mask": key_mask, "layers": new_layers}
-        aux = {"expert_load": jnp.stack(loads) if loads else jnp.zeros((0, cfg.num_experts)),
-               "positions": positions}
-        return x, new_cache, aux
+            new_cache = {"index": index + t, "mask": key_mask, "layers": new_layers,
+                         "groups": new_groups}
+        return x, new_cache, {"expert_load": loads, "positions": positions}
 
     def hidden(self, tokens: jax.Array, positions: jax.Array | None = None,
                mask: jax.Array | None = None, cache: dict | None = None):
@@ -135,25 +150,36 @@ class Ling(nnx.Module):
         return self._logits(h)
 
     def init_cache(self, batch: int, max_len: int, dtype=None) -> dict:
-        """An empty decoding cache for `batch` sequences of up to `max_len` tokens."""
+        """An empty decoding cache for `batch` sequences of up to `max_len` tokens.
+
+        "layers" holds one cache per unrolled layer, "groups" one per group position
+        with a leading [N] axis (None without scanned groups).
+        """
         cfg = self.cfg
         dtype = dtype_of(cfg.dtype) if dtype is None else dtype
-        hk = cfg.num_heads * cfg.linear_head_dim
-        layers = []
-        for kind in cfg.layer_types:
-            if kind == FULL:
-                layers.append({"c": jnp.zeros((batch, max_len, cfg.kv_lora_rank), dtype),
-                               "k_rot": jnp.zeros((batch, max_len, cfg.qk_rope_head_dim), dtype)})
-            else:
-                conv = jnp.zeros((batch, cfg.conv_kernel - 1, hk), dtype)
-                layers.append({"conv": (conv, conv, conv),
-                               "state": jnp.zeros((batch, cfg.num_heads, cfg.linear_head_dim,
-                                                   cfg.linear_head_dim), jnp.float32)})
+        split = layer_split(cfg)
+
+        def one(i: int, lead: tuple) -> dict:
+            return _layer_cache(cfg, cfg.layer_types[i], lead, max_len, dtype)
+
+        groups = [one(split.layer(j, 0), (split.groups, batch)) for j in range(split.period)]
         return {"index": jnp.zeros((), jnp.int32), "mask": jnp.zeros((batch, max_len), bool),
-                "layers": layers}
+                "layers": [one(i, (batch,)) for i in range(split.prefix)],
+                "groups": groups if split.groups else None}
 
     def step(self, tokens: jax.Array, cache: dict, positions: jax.Array | None = None,
              mask: jax.Array | None = None):
         """Runs tokens [B, T] through the cache: (logits [B, T, V] float32, new cache)."""
         h, cache, _ = self.hidden(tokens, positions, mask, cache)
         return self._logits(h), cache
+
+
+def _layer_cache(cfg: LingConfig, kind: str, lead: tuple, max_len: int, dtype) -> dict:
+    """One layer's empty cache; `lead` is (B,) or (N, B) for a stacked group position."""
+    if kind == FULL:
+        return {"c": jnp.zeros((*lead, max_len, cfg.kv_lora_rank), dtype),
+                "k_rot": jnp.zeros((*lead, max_len, cfg.qk_rope_head_dim), dtype)}
+    conv = jnp.zeros((*lead, cfg.conv_kernel - 1, cfg.num_heads * cfg.linear_head_dim), dtype)
+    return {"conv": (conv, conv, conv),
+            "state": jnp.zeros((*lead, cfg.num_heads, cfg.linear_head_dim, cfg.linear_head_dim),
+                               jnp.float32)}

@@ -34,7 +34,8 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
 
 from rcca_jax import sharding
 from rcca_jax.models.logprobs import token_logprobs
-from rcca_jax.models.moe import ExpertBias, update_expert_bias
+from rcca_jax.models.moe import update_expert_bias
+from rcca_jax.models.stack import expert_bias_rows
 from rcca_jax.rl.loss import WEIGHT_NORMS, kl_penalty, loss_denominator, policy_loss, token_weights
 
 
@@ -153,18 +154,18 @@ def _micro_loss(graphdef, cfg: TrainConfig, temperature: float, params, rest, mb
 
 
 def _update_biases(rest: nnx.State, loads: jax.Array, cfg: TrainConfig) -> nnx.State:
-    """Aux-loss-free balancing of every MoE layer, in layer order, outside the optimizer.
+    """Aux-loss-free balancing of every MoE layer, outside the optimizer.
 
-    Only the main model's layers: the MTP modules (`mtp_layers`) do not run here.
+    `loads` [L_moe, E] is in layer order; `expert_bias_rows` gives each bias its rows
+    (one for an unrolled layer's [E], N for a scanned group position's [N, E]). Only
+    the main model's layers: the MTP modules (`mtp_layers`) do not run here.
     """
-    flat = list(nnx.to_flat_state(rest))
-    out, i = [], 0
-    for path, var in flat:
-        if isinstance(var, ExpertBias) and path[0] == "layers":
-            new = update_expert_bias(var.get_value(), loads[i], cfg.expert_bias_rate,
-                                     cfg.expert_bias_zero_mean)
-            var = var.replace(new)
-            i += 1
+    rows = expert_bias_rows(rest)
+    out = []
+    for path, var in nnx.to_flat_state(rest):
+        if path in rows:
+            var = var.replace(update_expert_bias(var.get_value(), loads[rows[path]],
+                                                 cfg.expert_bias_rate, cfg.expert_bias_zero_mean))
         out.append((path, var))
     return nnx.from_flat_state(out)
 

@@ -21,7 +21,8 @@ import math
 
 import jax
 
-from evaluators import leaderboard, records
+from evaluators import leaderboard
+from evaluators.records import dumps_record
 from rcca_jax.models import Ling
 from rcca_jax.train import multihost
 
@@ -93,4 +94,4 @@ def _write(run, tag: str, report: dict, records: list[dict]) -> None:
                                    + leaderboard.report_markdown(tag, report) + "\n")
     with open(out / "records.jsonl", "w", encoding="utf-8") as f:
         for rec in records:  # this process's answers in full (others keep theirs)
-            f.write(records.dumps_record(rec) + "\n")
+            f.write(dumps_record(rec) + "\n")

@@ -7,10 +7,12 @@ from pathlib import Path
 import numpy as np
 
 # Two architectures covering both layer kinds, first_k_dense, expert groups,
-# shared experts and both forget-gate forms.
+# shared experts and both forget-gate forms, and both layer layouts: "a" runs
+# scanned (a prefix of 2 layers, then 2 scanned groups of 2), "b" unrolled (after
+# its prefix of 3 the pattern repeats only once).
 CONFIGS = {
     "a": dict(vocab_size=96, hidden_size=32, intermediate_size=48, moe_intermediate_size=16,
-              num_hidden_layers=4, num_attention_heads=2, num_key_value_heads=2, kv_lora_rank=16,
+              num_hidden_layers=6, num_attention_heads=2, num_key_value_heads=2, kv_lora_rank=16,
               qk_rope_head_dim=8, v_head_dim=16, qk_nope_head_dim=16, head_dim=16, n_group=2,
               topk_group=1, num_experts_per_tok=2, num_local_experts=8, first_k_dense_replace=1,
               layer_group_size=2, n_shared_experts=1),

@@ -50,6 +50,19 @@ def test_load_places_shards_on_mesh(ref_a):
     assert w.addressable_shards[0].data.shape[0] == ref.config.num_local_experts // 4
     plain = from_pretrained(path)
     np.testing.assert_array_equal(np.asarray(w), np.asarray(plain.layers[1].mlp.w_gate[...]))
+    # A scanned group position's parameter [N, E, D, F]: the group axis is whole on every
+    # device, and row g holds layer 2 + 2g + 1's released tensors (prefix 2, groups of 2).
+    s = model.layer_groups[1].mlp.w_gate[...]
+    assert tuple(s.sharding.spec)[:2] == (None, "expert") and len(s.addressable_shards) == 8
+    assert s.addressable_shards[0].data.shape[:2] == (2, ref.config.num_local_experts // 4)
+    released = {}
+    for f in sorted(path.glob("*.safetensors")):
+        st = SafetensorsFile(f)
+        released.update({k: np.array(st.get(k)) for k in st.keys()})
+    for g in range(2):
+        for e in (0, 5):
+            np.testing.assert_array_equal(
+                np.asarray(s[g, e]), released[f"model.layers.{3 + 2 * g}.mlp.experts.{e}.gate_proj.weight"].T)
 
 
 def test_bfloat16_load_keeps_fp32_gates(ref_a):
@@ -58,6 +71,9 @@ def test_bfloat16_load_keeps_fp32_gates(ref_a):
     assert model.layers[0].attn.q_proj.kernel[...].dtype == jnp.bfloat16
     assert model.layers[0].attn.A_log[...].dtype == jnp.float32
     assert model.layers[1].mlp.expert_bias[...].dtype == jnp.float32
+    group = model.layer_groups[0]  # stacked KDA + MoE layers 2 and 4
+    assert group.attn.q_proj.kernel[...].dtype == jnp.bfloat16 and group.mlp.w_up[...].dtype == jnp.bfloat16
+    assert group.attn.A_log[...].dtype == jnp.float32 and group.mlp.expert_bias[...].dtype == jnp.float32
     logits = model(jnp.asarray(reference.tokens(96, (1, 8))))
     assert bool(jnp.isfinite(logits).all())
 
@@ -104,10 +120,10 @@ def test_mtp_tensors_are_skipped_only_when_declared(ref_a, tmp_path):
     _, path = ref_a
 
     def edit(t):
-        t["model.layers.4.eh_proj.weight"] = np.zeros((2, 2), np.float32)
+        t["model.layers.6.eh_proj.weight"] = np.zeros((2, 2), np.float32)
 
     extra = _single_file_copy(path, tmp_path / "mtp", edit)
-    with pytest.raises(CheckpointError, match="layers.4.eh_proj"):
+    with pytest.raises(CheckpointError, match="layers.6.eh_proj"):
         from_pretrained(extra)
     cfg = json.loads((extra / "config.json").read_text())
     cfg["num_nextn_predict_layers"] = 1

@@ -4,7 +4,7 @@ the SFT auxiliary loss.
 
 The MTP checkpoint is built from two transformers references: the main model
 (seed 0) and, as the MTP block, the MLA + MoE layer 3 of a second reference
-(seed 1) saved under layer 4 = num_hidden_layers, plus random enorm, hnorm,
+(seed 1) saved under layer num_hidden_layers, plus random enorm, hnorm,
 eh_proj and final_layernorm tensors.
 """
 

@@ -12,8 +12,9 @@ from jax.sharding import NamedSharding
 from rcca_jax import sharding
 from rcca_jax.models import Ling, LingConfig
 
+# 6 layers: a prefix of 2 (one dense), then 2 scanned groups of (KDA, MLA).
 CFG = LingConfig(vocab_size=96, hidden_size=32, intermediate_size=48, moe_intermediate_size=16,
-                 num_layers=4, num_heads=2, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16,
+                 num_layers=6, num_heads=2, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16,
                  v_head_dim=16, linear_head_dim=16, num_experts=8, num_experts_per_tok=2, n_group=2,
                  topk_group=1, first_k_dense_replace=1, layer_group_size=2, kda_chunk_size=8,
                  initializer_range=0.15)
@@ -106,6 +107,11 @@ def test_parameter_shardings_follow_rules():
     assert tuple(w_gate) == ("expert", "fsdp", "tensor")
     q = shard[("layers", 0, "attn", "q_proj", "kernel")].get_value().spec
     assert tuple(q) == ("fsdp", "tensor")
+    # Stacked group parameters: the leading group axis ("layers") is never sharded.
+    stacked = shard[("layer_groups", 0, "mlp", "w_gate")].get_value().spec
+    assert tuple(stacked) == (None, "expert", "fsdp", "tensor")
+    kv = shard[("layer_groups", 1, "attn", "kv_b_proj", "kernel")].get_value().spec
+    assert tuple(kv) == (None, None, "tensor")
 
 
 def test_remat_changes_nothing_but_memory(tokens):

@@ -14,11 +14,13 @@ from rcca_jax import sharding
 from rcca_jax.models import Ling, LingConfig
 from rcca_jax.models.decode import greedy
 from rcca_jax.models.logprobs import token_logprobs
+from rcca_jax.models.stack import layer_split, layer_view
 from rcca_jax.rl.sampler import SamplerConfig, left_pad, sample
 from rcca_jax.rl.train_step import TrainConfig, compile_train_step, global_batch, init_state
 
+# 4 MoE layers, all scanned: 2 groups of (KDA, MLA).
 CFG = LingConfig(vocab_size=64, hidden_size=32, intermediate_size=48, moe_intermediate_size=16,
-                 num_layers=2, num_heads=2, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16,
+                 num_layers=4, num_heads=2, kv_lora_rank=16, qk_rope_head_dim=8, qk_nope_head_dim=16,
                  v_head_dim=16, linear_head_dim=16, num_experts=8, num_experts_per_tok=2, n_group=2,
                  topk_group=1, first_k_dense_replace=0, layer_group_size=2, kda_chunk_size=8,
                  initializer_range=0.15, eos_token_id=1, pad_token_id=0)
@@ -42,8 +44,8 @@ def make_batch(seed=0, b=8, t=12):
     }
 
 
-def run(cfg: TrainConfig, batch, mesh=None, steps=1):
-    graphdef, state = init_state(Ling(CFG, nnx.Rngs(0)), cfg)
+def run(cfg: TrainConfig, batch, mesh=None, steps=1, model_cfg: LingConfig = CFG):
+    graphdef, state = init_state(Ling(model_cfg, nnx.Rngs(0)), cfg)
     state, fn = compile_train_step(graphdef, cfg, state, batch, mesh)
     b = global_batch(batch, mesh) if mesh is not None else {k: jnp.asarray(v) for k, v in batch.items()}
     for _ in range(steps):
@@ -53,6 +55,12 @@ def run(cfg: TrainConfig, batch, mesh=None, steps=1):
 
 def flat(state):
     return {p: np.asarray(v.get_value()) for p, v in nnx.to_flat_state(state.params)}
+
+
+def by_layer(tree: nnx.State, model_cfg: LingConfig = CFG) -> dict[tuple, np.ndarray]:
+    """Every variable under its unrolled path (layer order), a stacked one row by row."""
+    return {p: np.asarray(v.get_value() if g is None else v.get_value()[g])
+            for p, v, g in layer_view(tree, layer_split(model_cfg))}
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +73,7 @@ def test_step_changes_params_and_reports_metrics(reference_run):
     for key in ("loss/pg", "clip/low_frac", "clip/high_frac", "ratio/mean", "policy/entropy",
                 "optim/grad_norm", "moe/load_max_over_mean"):
         assert np.isfinite(metrics[key]), key
-    assert metrics["moe/load"].shape == (2, CFG.num_experts)
+    assert metrics["moe/load"].shape == (4, CFG.num_experts)
     assert int(state.step) == 1
     _, init = init_state(Ling(CFG, nnx.Rngs(0)), TRAIN)
     assert any(np.abs(a - flat(init)[p]).max() > 0 for p, a in flat(state).items())
@@ -99,12 +107,34 @@ def test_sharded_step_equals_unsharded(reference_run, layout):
 def test_expert_bias_moves_against_load(reference_run):
     state, metrics = reference_run
     load = metrics["moe/load"]
-    bias = [np.asarray(v.get_value()) for _, v in nnx.to_flat_state(state.rest)]
+    bias = list(by_layer(state.rest).values())  # layer order, as the load's rows
+    assert len(bias) == len(load) == 4
     for layer_load, b in zip(load, bias):
         over, under = layer_load > layer_load.mean(), layer_load < layer_load.mean()
         assert over.any() and under.any()
         assert b[over].max() < b[under].min()
         assert abs(b.sum()) < 1e-6  # zero-mean option
+
+
+def test_scanned_step_equals_unrolled():
+    """Scanned layer groups after an unrolled prefix with a MoE layer (1 dense, 1 MoE, then
+    3 groups of 2): the same step as unrolled, including each layer's expert-bias update."""
+    model_cfg = CFG.replace(num_layers=8, first_k_dense_replace=1, layer_types=None, mlp_layer_types=None)
+    assert layer_split(model_cfg).groups == 3 and layer_split(model_cfg).prefix == 2
+    out = [run(TRAIN, make_batch(3), model_cfg=c) for c in (model_cfg, model_cfg.replace(scan_layers=False))]
+    (scan, m_scan), (plain, m_plain) = out
+    assert m_scan["loss/pg"] == pytest.approx(m_plain["loss/pg"], rel=1e-5, abs=1e-7)
+    np.testing.assert_array_equal(m_scan["moe/load"], m_plain["moe/load"])
+    got, want = by_layer(scan.params, model_cfg), flat(plain)
+    assert got.keys() == want.keys()
+    for p, a in want.items():
+        np.testing.assert_allclose(got[p], a, atol=2e-6, err_msg=str(p))
+    biases, want_b = by_layer(scan.rest, model_cfg), {p: np.asarray(v.get_value()) for p, v in
+                                                       nnx.to_flat_state(plain.rest)}
+    assert biases.keys() == want_b.keys() and len(want_b) == 7
+    for p, b in want_b.items():
+        assert np.abs(b).max() > 0, p  # every MoE layer's bias moved
+        np.testing.assert_allclose(biases[p], b, atol=1e-7, err_msg=str(p))
 
 
 def test_zero_advantage_rows_contribute_nothing():
