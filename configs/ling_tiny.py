@@ -40,5 +40,4 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     })
     cfg.mesh = ml_collections.ConfigDict({"data": 1, "fsdp": -1, "expert": 1, "tensor": 1})
     cfg.seq_len = 256
-    cfg.batch_size = 8
     return cfg

@@ -539,7 +539,9 @@ async def load_app(page: Page, watch: PageWatch, timeout_ms: float) -> None:
         watch.loading = False
         if not nav.done():
             nav.cancel()
-            await asyncio.gather(nav, return_exceptions=True)
+        # Retrieved whichever way we leave (it may have failed just as we raised or were
+        # cancelled): an unretrieved failure would only be logged, never raised.
+        await asyncio.gather(nav, return_exceptions=True)
 
 
 def _on_crash(gen: _Generation, event: dict) -> None:

@@ -61,14 +61,24 @@ def expert_load(ids: jax.Array, num_experts: int) -> jax.Array:
     return counts / ids.size
 
 
+TIE_RTOL = 1e-5  # update_expert_bias: load differences this close to the mean are ties
+
+
 def update_expert_bias(bias: jax.Array, load: jax.Array, rate: float,
                        zero_mean: bool = False) -> jax.Array:
     """Aux-loss-free balancing: bias += rate * sign(mean(load) - load) (DeepSeek-V3).
 
     Underloaded experts become more likely to be selected. `zero_mean` keeps
-    sum(bias) fixed at 0 so the bias cannot drift as a whole.
+    sum(bias) fixed at 0 so the bias cannot drift as a whole. An expert whose load
+    equals the mean (the same count of tokens) stays put: differences within
+    `TIE_RTOL` of the mean are float32 rounding of the mean, which XLA computes in
+    an order of its own per program (a scanned and an unrolled layer would otherwise
+    move a tied expert opposite ways). Real differences are at least one token, E/N
+    of the mean for N routed token slots per step (ling_flash: 8e-5).
     """
-    new = bias + rate * jnp.sign(jnp.mean(load, axis=-1, keepdims=True) - load)
+    mean = jnp.mean(load, axis=-1, keepdims=True)
+    diff = mean - load
+    new = bias + rate * jnp.where(jnp.abs(diff) <= TIE_RTOL * mean, 0.0, jnp.sign(diff))
     if zero_mean:
         new = new - jnp.mean(new, axis=-1, keepdims=True)
     return new

@@ -118,5 +118,9 @@ def test_remat_changes_nothing_but_memory(tokens):
     _, logits_a, grads_a = _run(CFG, tokens)
     _, logits_b, grads_b = _run(CFG.replace(remat=True), tokens)
     np.testing.assert_allclose(logits_b, logits_a, atol=1e-6, rtol=0)
+    # Recomputed activations are fused differently, so gradients differ at fp32 rounding that
+    # grows with depth: 3e-6 on embed_tokens (largest gradient 0.48) at these 6 layers, the same
+    # scanned or unrolled. A remat bug (wrong saved value, wrong state) is O(gradient) off.
+    scale = max(float(np.abs(g).max()) for g in grads_a.values())
     for p in grads_a:
-        np.testing.assert_allclose(grads_b[p], grads_a[p], atol=1e-6, rtol=1e-5, err_msg=str(p))
+        np.testing.assert_allclose(grads_b[p], grads_a[p], atol=1e-5 * scale, rtol=1e-5, err_msg=str(p))

@@ -116,6 +116,18 @@ def test_expert_bias_moves_against_load(reference_run):
         assert abs(b.sum()) < 1e-6  # zero-mean option
 
 
+def test_expert_bias_leaves_tied_experts_put():
+    from rcca_jax.models.moe import update_expert_bias
+
+    # 8 experts, 64 routed slots: experts 0-3 got 8 tokens each (the mean), 4-5 got 9, 6-7 got 7.
+    counts = np.array([8, 8, 8, 8, 9, 9, 7, 7], np.float32)
+    rounded = counts / 64
+    rounded[:4] = np.nextafter(rounded[:4], np.float32([1, 0, 1, 0]))  # a micro-batch mean's rounding
+    for load in (counts / 64, rounded):
+        got = np.asarray(update_expert_bias(jnp.zeros(8), jnp.asarray(load, jnp.float32), 0.01))
+        np.testing.assert_array_equal(got, np.float32([0, 0, 0, 0, -0.01, -0.01, 0.01, 0.01]))
+
+
 def test_scanned_step_equals_unrolled():
     """Scanned layer groups after an unrolled prefix with a MoE layer (1 dense, 1 MoE, then
     3 groups of 2): the same step as unrolled, including each layer's expert-bias update."""
