@@ -19,6 +19,10 @@ checkpoint (tests/train/test_ling_flash_mini.py writes one with transformers).
 
 Plan the slice without a TPU (the real weighted-GRPO step with its KL reference):
   python -m rcca_jax.tools.aot --config=configs/ling_flash.py --topology=search
+Measured (XLA's memory analysis, per chip, scanned layers): on a v5p-256 (4x4x8, fsdp16 x
+expert8) the KL reference pass peaks at 22.4 GB and the train step at 73.5 GB (args 14.4, temps
+56.7): it fits 95 GB. On a v5p-128 (4x4x4) the train step needs 110.0 GB (101.7 GB at seq_len
+8192): it does not fit, so this config needs a v5p-256.
 Expected figures (rcca_jax.models.param_counts): 124.41B parameters, 5.10B active per token
 (embedding lookup excluded), 10.2 GFLOP/token forward.
 """
