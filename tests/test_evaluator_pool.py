@@ -22,6 +22,14 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "evaluators" / "examples"
 
 
+
+def _cli(command: str, responses, out, *flags: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    """`python -m evaluators <command>` on the example tasks."""
+    return subprocess.run([sys.executable, "-m", "evaluators", command,
+                           "--tasks", str(EXAMPLES / "tasks.jsonl"), "--responses", str(responses),
+                           "--out", str(out), *flags],
+                          capture_output=True, text=True, cwd=REPO, timeout=timeout)
+
 def test_pool_survives_a_dead_worker_and_keeps_order():
     tasks = load_tasks(EXAMPLES / "tasks.jsonl")
     rows = load_responses(EXAMPLES / "responses.jsonl", tasks)
@@ -115,10 +123,7 @@ def test_cli_writes_every_record_after_a_lone_surrogate(tmp_path):
     responses = tmp_path / "responses.jsonl"
     responses.write_text("".join(json.dumps(r) + "\n" for r in picked))
     out = tmp_path / "out.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "evaluators", "score",
-                           "--tasks", str(EXAMPLES / "tasks.jsonl"), "--responses", str(responses),
-                           "--out", str(out), "--quiet"], capture_output=True, text=True,
-                          cwd=REPO, timeout=600)
+    proc = _cli("score", responses, out, "--quiet")
     assert proc.returncode == 0, proc.stderr
     recs = [json.loads(x) for x in out.read_bytes().decode("utf-8").splitlines()]
     assert [r["model"] for r in recs] == ["correct", "lone surrogate", "JS syntax error"]
@@ -130,10 +135,7 @@ def test_cli_rejects_a_bad_line_naming_it(tmp_path):
     responses = tmp_path / "bad.jsonl"
     responses.write_text(json.dumps({"task_id": "examples/counter", "response": "x"}) + "\n"
                          + json.dumps({"task_id": "examples/counter", "text": "x"}) + "\n")
-    proc = subprocess.run([sys.executable, "-m", "evaluators", "score",
-                           "--tasks", str(EXAMPLES / "tasks.jsonl"), "--responses", str(responses),
-                           "--out", str(tmp_path / "o.jsonl")], capture_output=True, text=True,
-                          cwd=REPO, timeout=120)
+    proc = _cli("score", responses, tmp_path / "o.jsonl", timeout=120)
     assert proc.returncode == 2
     assert f"{responses}:2: field 'response': missing" in proc.stderr
 
@@ -144,10 +146,7 @@ def test_cli_localize_adds_spans(tmp_path):
     responses = tmp_path / "responses.jsonl"
     responses.write_text(picked[0] + "\n")
     out = tmp_path / "out.jsonl"
-    proc = subprocess.run([sys.executable, "-m", "evaluators", "localize",
-                           "--tasks", str(EXAMPLES / "tasks.jsonl"), "--responses", str(responses),
-                           "--out", str(out), "--quiet"], capture_output=True, text=True,
-                          cwd=REPO, timeout=600)
+    proc = _cli("localize", responses, out, "--quiet")
     assert proc.returncode == 0, proc.stderr
     (rec,) = [json.loads(x) for x in out.read_text().splitlines()]
     reset = next(d for d in rec["diagnostics"]
