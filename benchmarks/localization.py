@@ -59,6 +59,7 @@ import tree_sitter_javascript
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from evaluators.contract import STOPPED, read_record  # noqa: E402
 from evaluators.config import EvalConfig  # noqa: E402
 from evaluators.localize.api import localize_record, weights_from_spans  # noqa: E402
 from evaluators.localize.graph import CodeGraph, build_graph  # noqa: E402
@@ -74,7 +75,8 @@ MODELS = ("gemini-2.5-pro", "claude-sonnet-4-20250514", "gpt-4o")
 _JS = tree_sitter.Language(tree_sitter_javascript.language())
 _SWAP = {"+": "-", "-": "+", "*": "/", "/": "*", "<": ">", ">": "<", "<=": ">=", ">=": "<=",
          "===": "!==", "!==": "===", "==": "!=", "!=": "==", "&&": "||", "||": "&&"}
-_HANG = re.compile(r"stopped answering|timed out|did not load|renderer crashed")
+# Failures of a page that stopped, or ran out of time (`limit_ms`): not counted as caught.
+_STOPPED = {r.value for r in STOPPED}
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 
 
@@ -324,9 +326,10 @@ def caught(rec: dict) -> bool:
     """Some probe or gate failed, for a reason other than a hang or a time-out."""
     if rec.get("status") != "ok" or all_pass(rec):
         return False
-    reasons = [d.get("message", "") for d in rec["diagnostics"]
-               if d["kind"] in ("probe_failure", "runtime_failure", "page_error", "syntax_error")]
-    return any(not _HANG.search(m) for m in reasons)
+    rec = read_record(rec)
+    return any(d["reason"] not in _STOPPED and d.get("limit_ms") is None
+               for d in rec["diagnostics"]
+               if d["kind"] in ("probe_failure", "runtime_failure", "page_error", "syntax_error"))
 
 
 # -- metrics ----------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 """Diagnostics built from what a page did: stack frames in response coordinates, page
-errors, the sandbox's info findings and a probe's failing step (docs/result-record.md)."""
+errors, the sandbox's info findings and a probe's failing step (docs/result-record.md), as
+`evaluators.contract.Diagnostic` JSON objects."""
 
 from __future__ import annotations
 
 from evaluators.browser import APP_URL, PageWatch
+from evaluators.contract import Diagnostic, JsException, Reason
 from evaluators.extract import Extraction
 from evaluators.probes import StepFailure
 from evaluators.steps import describe_locator, locator_css
@@ -42,27 +44,33 @@ class Frames:
 
 def error_diagnostic(err: dict, frames: Frames, stage: str, rubric_id: str | None) -> dict:
     mapped = frames.frames(err["frames"])
-    return {
-        "kind": "page_error", "stage": stage, "severity": "severe", "rubric_id": rubric_id,
-        "message": f"uncaught {err['name']}: {err['message']}"[:1000],
-        "step_index": err["step_index"], "interaction_index": err["interaction_index"],
-        "frames": mapped, "excerpt": frames.excerpt(mapped),
-    }
+    reason = Reason.UNCAUGHT_AT_LOAD if err["interaction_index"] is None else \
+        Reason.UNCAUGHT_IN_STEP
+    return Diagnostic(
+        kind="page_error", reason=reason, stage=stage, severity="severe", rubric_id=rubric_id,
+        message=f"uncaught {err['name']}: {err['message']}"[:1000],
+        step_index=err["step_index"], interaction_index=err["interaction_index"],
+        frames=mapped, excerpt=frames.excerpt(mapped),
+        exception=JsException.from_report(err["name"], err["message"])).to_json()
 
 
 def watch_diagnostics(watch: PageWatch, stage: str, rubric_id: str | None) -> list[dict]:
     """Requests, dialogs and popups as info diagnostics."""
     out = []
     for req in watch.requests:
-        out.append({"kind": req["kind"], "stage": stage, "severity": "info", "rubric_id": rubric_id,
-                    "message": f"{req['kind'].replace('_', ' ')}: {req['url']}", **req})
+        reason = Reason.CDN_FALLBACK if req["kind"] == "cdn_fallback" else Reason.REFUSED_REQUEST
+        out.append(Diagnostic(reason=reason, stage=stage, severity="info", rubric_id=rubric_id,
+                              message=f"{req['kind'].replace('_', ' ')}: {req['url']}",
+                              **req).to_json())
     for d in watch.dialogs:
-        out.append({"kind": "dialog", "stage": stage, "severity": "info", "rubric_id": rubric_id,
-                    "message": f"{d['type']} dialog answered: {d['message']}",
-                    "step_index": d["step_index"]})
+        out.append(Diagnostic(kind="dialog", reason=Reason.DIALOG, stage=stage, severity="info",
+                              rubric_id=rubric_id,
+                              message=f"{d['type']} dialog answered: {d['message']}",
+                              step_index=d["step_index"]).to_json())
     for url in watch.popups:
-        out.append({"kind": "popup_blocked", "stage": stage, "severity": "info",
-                    "rubric_id": rubric_id, "message": f"window.open blocked: {url}", "url": url})
+        out.append(Diagnostic(kind="popup_blocked", reason=Reason.REFUSED_REQUEST, stage=stage,
+                              severity="info", rubric_id=rubric_id,
+                              message=f"window.open blocked: {url}", url=url).to_json())
     return out
 
 
@@ -76,10 +84,29 @@ def failure_diagnostic(rubric: Rubric, failure: StepFailure, step_index: int | N
         action = {"step_index": watch.interaction, "step": action_step,
                   "locator": describe_locator(action_loc) if action_loc else None,
                   "selector": locator_css(action_loc)}
-    return {
-        "kind": "probe_failure", "stage": "rubric", "severity": failure.severity,
-        "rubric_id": rubric.id, "message": str(failure), "step_index": step_index, "step": step,
-        "locator": describe_locator(loc) if loc is not None else None,
-        "selector": locator_css(loc), "expected": failure.expected, "actual": failure.actual,
-        "after_action": action,
-    }
+    return Diagnostic(
+        kind="probe_failure", reason=failure.reason, stage="rubric", severity=failure.severity,
+        rubric_id=rubric.id, message=str(failure), step_index=step_index, step=step,
+        locator=describe_locator(loc) if loc is not None else None,
+        selector=locator_css(loc), expected=failure.expected, actual=failure.actual,
+        after_action=action, limit_ms=failure.limit_ms).to_json()
+
+
+def caused(diagnostic: dict, cause: dict | None) -> dict:
+    """`diagnostic`, marked as caused by `cause` (a diagnostic of the same record, or None).
+
+    The mark is the cause itself until `link_causes` turns it into the cause's index, once
+    the record's list of diagnostics is complete.
+    """
+    if cause is not None:
+        diagnostic["caused_by"] = cause
+    return diagnostic
+
+
+def link_causes(diagnostics: list[dict]) -> None:
+    """Turns the `caused` marks of a record's diagnostics into indices in its list."""
+    where = {id(d): i for i, d in enumerate(diagnostics)}
+    for d in diagnostics:
+        cause = d.get("caused_by")
+        if isinstance(cause, dict):
+            d["caused_by"] = where.get(id(cause))

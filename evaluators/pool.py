@@ -24,6 +24,7 @@ from typing import Callable, Iterable, Iterator
 
 from evaluators.browser import BrowserWorker
 from evaluators.config import EvalConfig
+from evaluators.localize.api import Localizer, localize_in_worker
 from evaluators.score import error_record, merge, score_with_retries
 from evaluators.tasks import Task
 
@@ -55,10 +56,11 @@ def make_mirror(cfg: EvalConfig):
 
 async def score_rows_async(rows: list[dict], tasks: dict[str, Task], cfg: EvalConfig,
                            worker: BrowserWorker | None = None,
-                           on_result: Callable[[int, dict], None] | None = None) -> list[dict]:
-    """Scores rows in this process with one browser (tests, notebooks, small jobs).
-
-    Apps run concurrently, bounded by the worker's page limit.
+                           on_result: Callable[[int, dict], None] | None = None,
+                           localizer: Localizer | None = None) -> list[dict]:
+    """Scores rows in this process with one browser (tests, notebooks, small jobs, a Ray
+    actor). Apps run concurrently, bounded by the worker's page limit; with a `localizer`,
+    rows that carry ``token_ids`` come back localized.
     """
     own = worker is None
     if own:
@@ -68,6 +70,9 @@ async def score_rows_async(rows: list[dict], tasks: dict[str, Task], cfg: EvalCo
     async def one(i: int, row: dict) -> dict:
         async with apps:
             rec = await score_with_retries(worker, tasks.get(row.get("task_id")), row, cfg)
+        if localizer is not None:
+            rec = await asyncio.to_thread(localize_in_worker, localizer, row, rec,
+                                          tasks.get(row.get("task_id")))
         if on_result:
             on_result(i, rec)
         return rec
@@ -80,7 +85,7 @@ async def score_rows_async(rows: list[dict], tasks: dict[str, Task], cfg: EvalCo
 
 
 def _worker_main(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: mp.Queue,
-                 out: Connection) -> None:
+                 out: Connection, localizer: Localizer | None = None) -> None:
     logging.basicConfig(level=logging.WARNING)
     # One sender thread owns the pipe, so the event loop never blocks on a
     # parent that is busy elsewhere (e.g. sampling the next group).
@@ -93,14 +98,14 @@ def _worker_main(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: mp.Que
     thread = threading.Thread(target=sender, daemon=True)
     thread.start()
     try:
-        asyncio.run(_worker_loop(wid, tasks, cfg, jobs, outbox))
+        asyncio.run(_worker_loop(wid, tasks, cfg, jobs, outbox, localizer))
     finally:
         outbox.put(None)
         thread.join(timeout=30)
 
 
 async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: mp.Queue,
-                       outbox: queue.SimpleQueue) -> None:
+                       outbox: queue.SimpleQueue, localizer: Localizer | None = None) -> None:
     try:
         worker = await BrowserWorker(cfg.browser, make_mirror(cfg)).start()
     except Exception as e:  # noqa: BLE001 - reported to the parent, which decides
@@ -120,7 +125,11 @@ async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: 
     beat = asyncio.create_task(heartbeat())
 
     async def one(idx: int, row: dict) -> None:
-        rec = await score_with_retries(worker, tasks.get(row.get("task_id")), row, cfg)
+        task = tasks.get(row.get("task_id"))
+        rec = await score_with_retries(worker, task, row, cfg)
+        # Localized here, beside the browser that produced the record: the trainer host
+        # only gathers weights. In a thread, so the pages of other apps keep being served.
+        rec = await asyncio.to_thread(localize_in_worker, localizer, row, rec, task)
         outbox.put(("result", idx, rec))
 
     while True:
@@ -170,8 +179,10 @@ class EvaluatorPool:
     """
 
     def __init__(self, tasks: dict[str, Task], cfg: EvalConfig = EvalConfig(), workers: int = 1,
-                 apps_per_worker: int | None = None, max_pending: int | None = None):
+                 apps_per_worker: int | None = None, max_pending: int | None = None,
+                 localizer: Localizer | None = None):
         self.tasks, self.cfg, self.n = tasks, cfg, max(1, workers)
+        self.localizer = localizer
         self.per_worker = apps_per_worker or cfg.browser.pages_per_worker
         self.max_pending = max_pending
         self._ctx = mp.get_context("spawn")
@@ -205,7 +216,7 @@ class EvaluatorPool:
         jobs = self._ctx.Queue()
         reader, writer = self._ctx.Pipe(duplex=False)
         proc = self._ctx.Process(target=_worker_main, daemon=True,
-                                 args=(wid, self.tasks, self.cfg, jobs, writer))
+                                 args=(wid, self.tasks, self.cfg, jobs, writer, self.localizer))
         proc.start()
         writer.close()  # the child holds the only writer: its death reads as EOF here
         self._slots[wid] = _Slot(proc, jobs, reader, {}, time.monotonic())

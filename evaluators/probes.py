@@ -16,6 +16,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator, Page, expect
 
 from evaluators.browser import LeftWhileLoading, PageWatch, load_app, monotonic_ms
+from evaluators.contract import Reason
 from evaluators.steps import (INTERACTION_KEYS, ProbeError, describe_locator, js_regex,
                               js_string, step_kind)
 
@@ -32,9 +33,11 @@ class StepFailure(Exception):
     """A step did not hold (verdict `fail`)."""
 
     def __init__(self, message: str, severity: str = "moderate", expected: Any = None,
-                 actual: Any = None):
+                 actual: Any = None, reason: Reason = Reason.STEP_FAILED):
         super().__init__(message)
         self.severity, self.expected, self.actual = severity, expected, actual
+        self.reason = reason
+        self.limit_ms: float | None = None  # set when the probe's time limit ran out
 
 
 def _short(message: str) -> str:
@@ -81,10 +84,11 @@ class ProbeRunner:
         except LeftWhileLoading as e:
             raise StepFailure(f"the page left for {str(e)[:300]} while loading (the sandbox "
                               "blocked that navigation; the app's load was aborted)",
-                              "severe") from None
+                              "severe", reason=Reason.LOAD_FAILED) from None
         except PlaywrightError as e:
             self.watch.hung = True
-            raise StepFailure(f"the page did not load: {_short(e)}", "severe") from None
+            raise StepFailure(f"the page did not load: {_short(e)}", "severe",
+                              reason=Reason.LOAD_FAILED) from None
         self.loaded = True
 
     async def run(self) -> None:
@@ -222,7 +226,8 @@ class ProbeRunner:
             try:
                 value = await asyncio.wait_for(self.page.evaluate(step["eval"]), left)
             except asyncio.TimeoutError:
-                raise StepFailure("the page did not answer an evaluation (hung?)", "severe") from None
+                raise StepFailure("the page did not answer an evaluation (hung?)", "severe",
+                                  reason=Reason.HANG) from None
         else:
             value = await self._read(self.locator(step["from"]), step["read"])
         self.vars[step["save"]] = value
@@ -258,8 +263,8 @@ class ProbeRunner:
             held = not held
         if not held:
             neg = "not " if step.get("not") else ""
-            raise StepFailure(f"assert {neg}{op} failed", "moderate",
-                              expected=_preview(right), actual=_preview(left))
+            raise StepFailure(f"assert {neg}{op} failed", "moderate", expected=_preview(right),
+                              actual=_preview(left), reason=Reason.WRONG_VALUE)
 
     async def _retry(self, step: dict) -> None:
         end = min(self.deadline, monotonic_ms() + float(step.get("timeout_ms", self.timeout)))
@@ -296,7 +301,8 @@ class ProbeRunner:
     def missing(self, spec: Any, message: str, step: dict) -> StepFailure:
         """The failure of a step whose element no element matches."""
         return StepFailure(f"no element matches {describe_locator(spec)}: {message}", "severe",
-                           expected=step.get("value"), actual=None)
+                           expected=step.get("value"), actual=None,
+                           reason=Reason.MISSING_ELEMENT)
 
     async def _classify(self, step: dict, message: str) -> StepFailure:
         """Turns a Playwright failure into a StepFailure with severity and actual value."""
@@ -307,7 +313,8 @@ class ProbeRunner:
         try:
             count = await asyncio.wait_for(loc.count(), 2.0)
         except (asyncio.TimeoutError, PlaywrightError):
-            return StepFailure(f"{message} (the page stopped answering)", "severe")
+            return StepFailure(f"{message} (the page stopped answering)", "severe",
+                               reason=Reason.HANG)
         if count == 0:
             return self.missing(spec, message, step)
         kind = step.get("expect")
@@ -316,7 +323,8 @@ class ProbeRunner:
         if kind:
             m = _ACTUAL.search(message)
             actual = _preview(m.group(1)) if m else await _observe(loc, step)
-        return StepFailure(message, severity, expected=_preview(step.get("value")), actual=actual)
+        return StepFailure(message, severity, expected=_preview(step.get("value")), actual=actual,
+                           reason=Reason.WRONG_VALUE if kind else Reason.STEP_FAILED)
 
 
 async def _observe(loc: Locator, step: dict) -> Any:
@@ -352,11 +360,12 @@ def _preview(value: Any) -> Any:
 
 def _number(v: Any) -> float:
     if isinstance(v, bool) or v is None:
-        raise StepFailure(f"expected a number, got {v!r}")
+        raise StepFailure(f"expected a number, got {v!r}", reason=Reason.WRONG_VALUE)
     try:
         return float(v)
     except (TypeError, ValueError):
-        raise StepFailure(f"expected a number, got {_preview(v)!r}") from None
+        raise StepFailure(f"expected a number, got {_preview(v)!r}",
+                          reason=Reason.WRONG_VALUE) from None
 
 
 def compare(op: str, left: Any, right: Any = None, digits: int = 2) -> bool:

@@ -17,16 +17,16 @@ from playwright.async_api import Page
 from evaluators.browser import (BrowserWorker, EvaluatorFault, LeftWhileLoading, PageWatch,
                                 check_not_killed, load_app, monotonic_ms)
 from evaluators.config import EvalConfig
+from evaluators.contract import SCHEMA_VERSION, Diagnostic, Reason
 from evaluators.coverage import Coverage
-from evaluators.diagnostics import Frames, error_diagnostic, failure_diagnostic, watch_diagnostics
+from evaluators.diagnostics import (Frames, caused, error_diagnostic, failure_diagnostic,
+                                   link_causes, watch_diagnostics)
 from evaluators.extract import Extraction, extract_app
 from evaluators.probes import ProbeRunner, StepFailure
 from evaluators.reward import gated_reward
 from evaluators.source import Deadline, SourceTimeout, source_diagnostics
 from evaluators.steps import ProbeError, check_probe
 from evaluators.tasks import Rubric, Task
-
-SCHEMA_VERSION = 1
 
 
 class RuntimeGate:
@@ -51,32 +51,41 @@ class RuntimeGate:
         """Lets the loaded page settle, asks it to answer, decides. Returns whether it passed."""
         b = self.cfg.browser
         await asyncio.sleep(b.settle_ms / 1000)
-        failure = None
+        failure, reason = None, None
         try:
             await asyncio.wait_for(page.evaluate("1"), b.hang_timeout_ms / 1000)
         except asyncio.TimeoutError:
             watch.hung = True
             failure = f"the page stopped answering after load (no reply in {b.hang_timeout_ms} ms)"
+            reason = Reason.HANG
         except Exception as e:  # noqa: BLE001
             if not watch.crashed and not page.context.browser.is_connected():
                 raise EvaluatorFault(f"browser died during the load check: {e}") from e
         await check_not_killed(watch)
-        return self.decide(watch, failure)
+        return self.decide(watch, failure, reason)
 
-    def decide(self, watch: PageWatch, failure: str | None) -> bool:
-        """Decides the gate from what the page did while loading (once; later calls read it)."""
+    def decide(self, watch: PageWatch, failure: str | None, reason: Reason | None = None) -> bool:
+        """Decides the gate from what the page did while loading (once; later calls read it).
+
+        Args:
+          failure: What stopped the page, for people; None when nothing did.
+          reason: Why, for the readers (`LOAD_FAILED` unless given).
+        """
         if self.result.done():
             return self.result.result()[0]
         if watch.crashed:
-            failure = "the renderer crashed"
+            failure, reason = "the renderer crashed", Reason.CRASH
         diags = [error_diagnostic(e, self.frames, "runtime", None) for e in watch.errors
                  if e["interaction_index"] is None]
+        cause = None
         if failure is None and diags:
             failure = "uncaught exception during load: " + diags[0]["message"]
+            reason, cause = Reason.UNCAUGHT_AT_LOAD, diags[0]
         diags.extend(watch_diagnostics(watch, "runtime", None))
         if failure is not None:
-            diags.insert(0, {"kind": "runtime_failure", "stage": "runtime", "severity": "severe",
-                             "rubric_id": None, "message": failure})
+            gate = Diagnostic(kind="runtime_failure", reason=reason or Reason.LOAD_FAILED,
+                              stage="runtime", severity="severe", message=failure).to_json()
+            diags.insert(0, caused(gate, cause))
         self.result.set_result((failure is None, diags))
         return failure is None
 
@@ -100,12 +109,12 @@ async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: Eval
             await load_app(page, watch, b.load_timeout_ms)
         except LeftWhileLoading as e:
             gate.decide(watch, f"the page did not load (it left for {str(e)[:300]} while "
-                               "loading; the sandbox blocked that navigation)")
+                               "loading; the sandbox blocked that navigation)", Reason.LOAD_FAILED)
         except Exception as e:  # noqa: BLE001 - Playwright timeout or navigation error
             watch.hung = True
             await check_not_killed(watch)
             gate.decide(watch, f"the page did not load within {b.load_timeout_ms} ms "
-                               f"({str(e).splitlines()[0][:200]})")
+                               f"({str(e).splitlines()[0][:200]})", Reason.LOAD_FAILED)
         if not gate.decided:
             await gate.after_load(page, watch)
     return gate.result.result()
@@ -195,7 +204,8 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
                 await cov.stop()
             return None
         if watch.crashed and failure is not None:
-            failure = StepFailure(f"the renderer crashed: {failure}", "severe")
+            failure = StepFailure(f"the renderer crashed: {failure}", "severe",
+                                  reason=Reason.CRASH)
         covered = None
         if cov is not None and failure is not None and not watch.crashed:
             covered = await _read_coverage(cov, extraction, frames)
@@ -251,8 +261,12 @@ async def _timeout_failure(runner: ProbeRunner, limit_ms: float) -> StepFailure:
         except Exception:  # noqa: BLE001 - a page that cannot answer: not known missing
             count = None
         if count == 0:
-            return runner.missing(spec, f"{message} waiting for it", step)
-    return _ProbeTimeout(message, "severe")
+            failure = runner.missing(spec, f"{message} waiting for it", step)
+            failure.limit_ms = limit_ms
+            return failure
+    failure = _ProbeTimeout(message, "severe", reason=Reason.TIMEOUT)
+    failure.limit_ms = limit_ms
+    return failure
 
 
 def _gate_stops(gate: RuntimeGate, runner: ProbeRunner, failure: StepFailure | None,
@@ -279,7 +293,7 @@ def _decide_unloaded(gate: RuntimeGate, runner: ProbeRunner, failure: StepFailur
         message = f"{prefix} ({message})"
     else:
         message = f"the page stopped answering after load ({message})"
-    gate.decide(runner.watch, message)
+    gate.decide(runner.watch, message, Reason.LOAD_FAILED if not runner.loaded else Reason.HANG)
 
 
 def _probe_record(rubric: Rubric, watch: PageWatch, failure: StepFailure | None,
@@ -341,7 +355,7 @@ async def _watchdog(runner: ProbeRunner, hang_timeout_ms: int) -> None:
         except asyncio.TimeoutError:
             runner.watch.hung = True
             raise StepFailure(f"the page stopped answering (no reply in {hang_timeout_ms} ms): "
-                              "an infinite loop?", "severe") from None
+                              "an infinite loop?", "severe", reason=Reason.HANG) from None
         except Exception:  # noqa: BLE001 - a closed or crashed page is reported elsewhere
             return
 
@@ -391,10 +405,10 @@ def _check_source(extraction: Extraction, cfg: EvalConfig) -> tuple[list[dict], 
     try:
         diags = source_diagnostics(extraction, Deadline.after(limit_ms / 1000))
     except SourceTimeout as e:
-        diags = [{"kind": "parse_timeout", "stage": "source", "severity": "severe",
-                  "rubric_id": None, "limit_ms": limit_ms,
-                  "message": f"{e}, the source check's time limit (the parse slows with "
-                             "the square of the nesting depth)"}]
+        diags = [Diagnostic(kind="parse_timeout", reason=Reason.SOURCE_TIMEOUT, stage="source",
+                            severity="severe", limit_ms=limit_ms,
+                            message=f"{e}, the source check's time limit (the parse slows "
+                                    "with the square of the nesting depth)").to_json()]
     for d in diags:
         if d["kind"] == "syntax_error":
             fatal = d["lang"] == "javascript" or cfg.reward.css_errors_fail_source
@@ -414,8 +428,9 @@ async def score_response(worker: BrowserWorker, task: Task, response: str,
     extraction = extract_app(response)
     timings["format_ms"] = round((time.perf_counter() - t) * 1000, 2)
     if extraction is None:
-        diag = {"kind": "no_app", "stage": "format", "severity": "severe", "rubric_id": None,
-                "message": "no app found: no ```html block and no HTML document in the response"}
+        diag = Diagnostic(kind="no_app", reason=Reason.NO_APP, stage="format", severity="severe",
+                          message="no app found: no ```html block and no HTML document in the "
+                                  "response").to_json()
         return _record(task, None, "format", _not_run(task, "format"), [diag], timings, cfg)
 
     t = time.perf_counter()
@@ -461,9 +476,14 @@ async def score_response(worker: BrowserWorker, task: Task, response: str,
         diags.extend(o.diagnostics)
     if gate is None and any(r.get("runtime_error") for r in rubrics):
         gate = "runtime"
-        diags.append({"kind": "runtime_failure", "stage": "runtime", "severity": "severe",
-                      "rubric_id": next(r["id"] for r in rubrics if r.get("runtime_error")),
-                      "message": "uncaught exception during an interaction step of a core rubric"})
+        rid = next(r["id"] for r in rubrics if r.get("runtime_error"))
+        cause = next((d for d in diags if d["kind"] == "page_error" and d["rubric_id"] == rid),
+                     None)
+        diags.append(caused(Diagnostic(
+            kind="runtime_failure", reason=Reason.UNCAUGHT_IN_STEP, stage="runtime",
+            severity="severe", rubric_id=rid,
+            message="uncaught exception during an interaction step of a core rubric").to_json(),
+            cause))
     return _record(task, extraction, gate, rubrics, diags, timings, cfg)
 
 
@@ -495,6 +515,7 @@ async def _rerun_contended(worker: BrowserWorker, task: Task, results: list[Prob
 def _record(task: Task, extraction: Extraction | None, gate: str | None, rubrics: list[dict],
             diags: list[dict], timings: dict, cfg: EvalConfig) -> dict:
     counts = {v: sum(r["verdict"] == v for r in rubrics) for v in ("pass", "fail", "error", "unjudged")}
+    link_causes(diags)
     return {
         "reward": round(gated_reward(gate, rubrics, cfg.reward), 6),
         "gate": gate,

@@ -25,6 +25,7 @@ import tree_sitter_css
 import tree_sitter_html
 import tree_sitter_javascript
 
+from evaluators.contract import Diagnostic, Reason
 from evaluators.extract import Extraction
 from evaluators.textindex import TextIndex, scrub_surrogates
 
@@ -263,9 +264,8 @@ def source_diagnostics(extraction: Extraction, deadline: Deadline | None = None)
     for issue in issues:
         start, end = extraction.to_response(issue.start), extraction.to_response(issue.end)
         line, col = index.line_col(issue.start)
-        out.append({
-            "kind": "syntax_error", "stage": "source", "severity": "severe", "rubric_id": None,
-            "message": f"{issue.message} (line {line}, column {col} of the app)",
-            "lang": issue.lang, "span": [start, end],
-        })
+        out.append(Diagnostic(
+            kind="syntax_error", reason=Reason.SOURCE_ERROR, stage="source", severity="severe",
+            message=f"{issue.message} (line {line}, column {col} of the app)",
+            lang=issue.lang, span=[start, end]).to_json())
     return out

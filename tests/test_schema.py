@@ -241,6 +241,21 @@ def test_default_records_validate(validator, default_records):
     assert syntax["response"][start:end] == ")"  # "unexpected ')'": response coordinates
     unknown = by_model["unknown task"]
     assert unknown["status"] == "error" and unknown["reward"] is None and unknown["rubrics"] == []
+    # The typed contract: a gate failed by an exception names it, and V8's report is parsed.
+    load = by_model["throws on load"]
+    (gate,) = _diags(load, "runtime_failure")
+    assert gate["reason"] == "uncaught_at_load"
+    thrown = load["diagnostics"][gate["caused_by"]]
+    assert (thrown["kind"], thrown["reason"]) == ("page_error", "uncaught_at_load")
+    click = by_model["click handler throws"]
+    (err,) = _diags(click, "page_error")
+    assert err["reason"] == "uncaught_in_step"
+    assert (err["exception"]["name"], err["exception"]["unbound_name"]) == (
+        "ReferenceError", "renderCount")
+    for rec in by_model.values():
+        for d in rec["diagnostics"]:
+            if "caused_by" in d:
+                assert rec["diagnostics"][d["caused_by"]]["kind"] == "page_error"
     for model, rec in by_model.items():
         if model != "unknown task":
             assert rec["status"] == "ok", (model, rec.get("error"))
@@ -287,39 +302,45 @@ def _valid_record() -> dict:
         ],
         "rubric_counts": {"pass": 1, "fail": 1, "error": 1, "unjudged": 1},
         "diagnostics": [
-            {"kind": "syntax_error", "stage": "source", "severity": "minor", "message": "css", "rubric_id": None,
+            {"kind": "syntax_error", "reason": "source_error", "stage": "source", "severity": "minor", "message": "css", "rubric_id": None,
              "lang": "css", "span": [20, 21]},
-            {"kind": "page_error", "stage": "rubric", "severity": "severe", "rubric_id": "r1",
+            {"kind": "page_error", "reason": "uncaught_in_step", "stage": "rubric",
+             "severity": "severe", "rubric_id": "r1",
              "message": "uncaught TypeError: x", "step_index": 1, "interaction_index": 0,
+             "exception": {"name": "TypeError", "message": "x", "null_read": False,
+                           "read_property": None, "null_name": None, "undefined_item": None,
+                           "unbound_name": None, "stack_overflow": False,
+                           "thrown": ["TypeError: x", "x"]},
              "frames": [{"function": "f", "url": "http://app.rcca.local/index.html", "line": 1,
                          "column": 15, "in_app": True, "offset": 28},
                         {"function": "<anonymous>", "url": "https://cdn.example/lib.js",
                          "line": 3, "column": 9, "in_app": False, "offset": None}],
              "excerpt": "<html><script>let x = ;</script></html>"},
-            {"kind": "probe_failure", "stage": "rubric", "severity": "moderate", "rubric_id": "r1",
+            {"kind": "probe_failure", "reason": "wrong_value", "stage": "rubric",
+             "severity": "moderate", "rubric_id": "r1",
              "message": "expected 1", "step_index": 1, "step": step, "locator": "#count",
              "selector": "#count", "expected": "1", "actual": "0",
              "after_action": {"step_index": 0, "step": {"do": "click", "locator": "#inc"},
                               "locator": "#inc", "selector": "#inc"},
              "coverage": {"functions": [{"name": "render", "start": 28, "end": 36, "count": 2}],
                           "since": "load"}},
-            {"kind": "blocked_request", "stage": "runtime", "severity": "info", "rubric_id": None,
+            {"kind": "blocked_request", "reason": "refused_request", "stage": "runtime", "severity": "info", "rubric_id": None,
              "message": "blocked request: https://x.test/", "url": "https://x.test/",
              "resource_type": "fetch"},
-            {"kind": "navigation_blocked", "stage": "rubric", "severity": "info", "rubric_id": "r1",
+            {"kind": "navigation_blocked", "reason": "refused_request", "stage": "rubric", "severity": "info", "rubric_id": "r1",
              "message": "navigation blocked: https://x.test/", "url": "https://x.test/"},
-            {"kind": "cdn_fallback", "stage": "runtime", "severity": "info", "rubric_id": None,
+            {"kind": "cdn_fallback", "reason": "cdn_fallback", "stage": "runtime", "severity": "info", "rubric_id": None,
              "message": "cdn fallback: u", "url": "https://cdn.example/p@9/p.js", "package": "p",
              "requested": "9", "served": "1.0.0"},
-            {"kind": "dialog", "stage": "runtime", "severity": "info", "rubric_id": None,
+            {"kind": "dialog", "reason": "dialog", "stage": "runtime", "severity": "info", "rubric_id": None,
              "message": "alert dialog answered: hi", "step_index": None},
-            {"kind": "popup_blocked", "stage": "rubric", "severity": "info", "rubric_id": "r1",
+            {"kind": "popup_blocked", "reason": "refused_request", "stage": "rubric", "severity": "info", "rubric_id": "r1",
              "message": "window.open blocked: about:blank", "url": "about:blank"},
         ],
         "extraction": {"start": 14, "end": 53, "method": "fenced"},
         "timings": {"format_ms": 0.1, "source_ms": 1.0, "runtime_ms": 300.0, "rubrics_ms": 900.0,
                     "total_ms": 1201.2},
-        "schema_version": 1, "attempts": 1,
+        "schema_version": 2, "attempts": 1,
     }
 
 
@@ -332,8 +353,9 @@ def _gated_record(gate: str = "runtime") -> dict:
                        "failed_step": None, "message": f"not run: the {gate} gate failed", "ran": False}
                       for r in rec["rubrics"]]
     rec["rubric_counts"] = {"pass": 0, "fail": 3, "error": 0, "unjudged": 1}
-    rec["diagnostics"] = [{"kind": "runtime_failure", "stage": "runtime", "severity": "severe",
-                           "rubric_id": None, "message": "the renderer crashed"}]
+    rec["diagnostics"] = [{"kind": "runtime_failure", "reason": "crash", "stage": "runtime",
+                           "severity": "severe", "rubric_id": None,
+                           "message": "the renderer crashed"}]
     return rec
 
 
@@ -385,7 +407,8 @@ INVALID = {
     "reward as a string": (_valid_record, _set("reward", "0.7")),
     "unknown gate": (_valid_record, _set("gate", "compile")),
     "unknown status": (_valid_record, _set("status", "skipped")),
-    "schema_version 2": (_valid_record, _set("schema_version", 2)),
+    "schema_version 3": (_valid_record, _set("schema_version", 3)),
+    "schema_version 1": (_valid_record, _set("schema_version", 1)),
     "without attempts": (_valid_record, _drop("attempts")),
     "attempts 0": (_valid_record, _set("attempts", 0)),
     "timing not a number": (_valid_record, _set("timings.total_ms", "1s")),
@@ -397,7 +420,8 @@ INVALID = {
     "gate source without a severe syntax_error": (_gated_record, _set("gate", "source")),
     "gate format with an extraction": (
         _gated_record, lambda r: (r.update(gate="format"),
-                                  r["diagnostics"].append({"kind": "no_app", "stage": "format",
+                                  r["diagnostics"].append({"kind": "no_app", "reason": "no_app",
+                                                           "stage": "format",
                                                            "severity": "severe", "rubric_id": None,
                                                            "message": "no app"}))),
     # status error
@@ -405,7 +429,8 @@ INVALID = {
     "status error with a reward": (_error_record, _set("reward", 0.0)),
     "status error with a gate": (_error_record, _set("gate", "runtime")),
     "status error with diagnostics": (
-        _error_record, _set("diagnostics", [{"kind": "runtime_failure", "stage": "runtime",
+        _error_record, _set("diagnostics", [{"kind": "runtime_failure", "reason": "crash",
+                                             "stage": "runtime",
                                              "severity": "severe", "rubric_id": None,
                                              "message": "x"}])),
     "status error with a passing rubric": (
@@ -470,8 +495,15 @@ INVALID = {
     "popup_blocked without url": (_valid_record, _drop("diagnostics.7.url")),
     "no_app with a rubric_id": (
         _gated_record, lambda r: r["diagnostics"].append(
-            {"kind": "no_app", "stage": "format", "severity": "severe", "rubric_id": "r1",
-             "message": "no app"})),
+            {"kind": "no_app", "reason": "no_app", "stage": "format", "severity": "severe",
+             "rubric_id": "r1", "message": "no app"})),
+    # the typed contract (evaluators.contract)
+    "diagnostic without reason": (_valid_record, _drop("diagnostics.2.reason")),
+    "reason of another kind": (_valid_record, _set("diagnostics.2.reason", "dialog")),
+    "reason unknown": (_valid_record, _set("diagnostics.2.reason", "slow")),
+    "page_error without exception": (_valid_record, _drop("diagnostics.1.exception")),
+    "exception without unbound_name": (_valid_record, _drop("diagnostics.1.exception.unbound_name")),
+    "caused_by as a string": (_gated_record, _set("diagnostics.0.caused_by", "0")),
 }
 
 

@@ -9,10 +9,12 @@ needs the group's advantages, which a record does not have.
 
 from __future__ import annotations
 
-from typing import Sequence
+import dataclasses
+from typing import Any, Sequence
 
 import numpy as np
 
+from evaluators.contract import read_record
 from evaluators.localize.graph import build_graph, find_html_region
 from evaluators.localize.spans import LOCALIZED_KINDS, Localization, localize
 from evaluators.localize.tokens import span_mask, token_char_ranges
@@ -71,6 +73,7 @@ def localize_diagnostics(record: dict, method: str = "grounded", task=None) -> l
     """The record's diagnostics, each localizable one with ``s_dir``, ``s_ctx``,
     ``evidence`` and ``weighted`` (``counts_for_weights``) added (copies; the record is
     not changed)."""
+    record = read_record(record)
     diagnostics = [dict(d) for d in record.get("diagnostics") or ()]
     todo = [d for d in diagnostics if d.get("kind") in LOCALIZED_KINDS]
     if not todo:
@@ -84,7 +87,7 @@ def localize_diagnostics(record: dict, method: str = "grounded", task=None) -> l
                if graph is not None else Localization())
         d.update(loc.fields())
         d["weighted"] = counts_for_weights(record, d)
-    _blame_load_exceptions(todo)
+    _blame_load_exceptions(diagnostics)
     return diagnostics
 
 
@@ -104,16 +107,17 @@ def _with_probe_coverage(d: dict, diagnostics: list[dict]) -> dict:
 def _blame_load_exceptions(diagnostics: list[dict]) -> None:
     """Gives a load gate failed by an exception the spans of that exception.
 
-    ``uncaught exception during load: M`` fails gate E because of the page_error whose message
-    is M; that page_error's code is what cost the reward, so the gate failure blames it too.
+    A gate failure with reason ``uncaught_at_load`` names the page_error that caused it
+    (``caused_by``); that exception's code is what cost the reward, so the gate failure
+    blames it too.
     """
-    thrown = {d.get("message"): d for d in diagnostics
-              if d.get("kind") == "page_error" and d.get("stage") == "runtime"}
-    prefix = "uncaught exception during load: "
     for d in diagnostics:
-        message = str(d.get("message") or "")
-        source = thrown.get(message[len(prefix):]) if message.startswith(prefix) else None
-        if d.get("kind") == "runtime_failure" and source is not None:
+        cause = d.get("caused_by")
+        source = diagnostics[cause] if isinstance(cause, int) and 0 <= cause < len(
+            diagnostics) else None
+        if (d.get("kind") == "runtime_failure" and d.get("reason") == "uncaught_at_load"
+                and source is not None and source.get("kind") == "page_error"
+                and "s_dir" in source):
             d["s_dir"] = [list(s) for s in source["s_dir"]]
             d["s_ctx"] = [list(s) for s in source["s_ctx"]]
             d["evidence"] = [{**e, "why": "the load failed on this exception: " + e["why"]}
@@ -174,3 +178,39 @@ def localize_record(record: dict, method: str = "grounded", tokenizer=None,
         out["weights_base"] = w.tolist()
         out["diagnosed"] = diagnosed.tolist()
     return out
+
+
+@dataclasses.dataclass(frozen=True)
+class Localizer:
+    """What an evaluator worker needs to localize the records it scores (picklable).
+
+    The trainer hands one to the fleet at start; each row that asks for it (``token_ids``,
+    the sampled ids) comes back localized by the worker that scored it, in parallel with the
+    other workers, with ``weights_base`` and ``diagnosed`` over those ids. The advantage-sign
+    step stays the trainer's (``rcca_jax.rl.loss.token_weights``).
+    """
+
+    tokenizer: Any
+    method: str = "grounded"
+    weights: WeightConfig = WeightConfig()
+
+    def __call__(self, record: dict, token_ids: Sequence[int], task=None) -> dict:
+        """The localized record; a record that cannot be (tokens that do not decode to its
+        response) comes back unchanged with ``localization.error`` set."""
+        if record.get("status") != "ok" or record.get("reward") is None:
+            return record
+        try:
+            return localize_record(record, self.method, self.tokenizer, token_ids, self.weights,
+                                   task)
+        except Exception as e:  # noqa: BLE001 - the localizer's failure, never the model's
+            return {**record, "localization": {"method": self.method,
+                                               "error": f"{type(e).__name__}: {e}"[:500]}}
+
+
+def localize_in_worker(localizer: "Localizer | None", row: dict, record: dict, task) -> dict:
+    """An evaluator worker's step after scoring ``row``: localizes when the row asks."""
+    ids = row.get("token_ids")
+    if localizer is None or ids is None:
+        return record
+    record = {k: v for k, v in record.items() if k != "token_ids"}
+    return localizer(record, ids, task)

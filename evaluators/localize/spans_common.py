@@ -16,6 +16,7 @@ import difflib
 import re
 from typing import Iterable, Sequence
 
+from evaluators.contract import Reason
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Element, ElementWrite, Span
 
@@ -418,6 +419,13 @@ def _step_checks(step: dict, probe: dict | None, index: int | None) -> list[tupl
     return []
 
 
+def exception_of(d: dict) -> dict:
+    """The fields of a diagnostic's thrown exception (`evaluators.contract.JsException`);
+    {} when it has none."""
+    e = d.get("exception")
+    return e if isinstance(e, dict) else {}
+
+
 def _failure(g: CodeGraph, d: dict, probe: dict | None) -> _Failure:
     step = d.get("step") if isinstance(d.get("step"), dict) else {}
     checks = _step_checks(step, probe, d.get("step_index"))
@@ -427,8 +435,7 @@ def _failure(g: CodeGraph, d: dict, probe: dict | None) -> _Failure:
     act = after.get("step") if after and isinstance(after.get("step"), dict) else {}
     actor_loc = _step_locator(act)
     actors = resolve_locator(g, actor_loc) if actor_loc is not None else ()
-    missing = (d.get("severity") == "severe" and d.get("actual") is None
-               and "no element matches" in str(d.get("message", "")))
+    missing = d.get("reason") == Reason.MISSING_ELEMENT.value
     outer = tuple(dict.fromkeys(n for _, _, loc in checks for n in _locator_names(loc, False)))
     return _Failure(tuple((c, n) for c, n, _ in checks), d.get("expected"), targets, names,
                     outer, d.get("locator"), actors, _locator_names(actor_loc),

@@ -20,10 +20,12 @@ import re
 
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span
+from evaluators.contract import UNCAUGHT
 from evaluators.localize.spans_common import (
-    _SELECTOR_NAME, _Case, _fn_at, _norm, Localization, ran_functions, similar_names,
+    _SELECTOR_NAME, _Case, _fn_at, _norm, Localization, exception_of, ran_functions,
+    similar_names,
 )
-from evaluators.localize.spans_unset import _NULL_READ, _unset_state, unset_state_at
+from evaluators.localize.spans_unset import _unset_state, unset_state_at
 
 _LOAD_EVENTS = frozenset(("load", "domcontentloaded", "readystatechange", "pageshow"))
 # Functions p5 calls by their names (global mode): entry points like load handlers.
@@ -32,7 +34,6 @@ _P5_HOOKS = frozenset((
     "mouseClicked", "mouseMoved", "mouseDragged", "mouseWheel", "doubleClicked", "keyPressed",
     "keyReleased", "keyTyped", "touchStarted", "touchMoved", "touchEnded", "deviceMoved",
     "deviceTurned", "deviceShaken"))
-_NAME_IN_MESSAGE = re.compile(r"([A-Za-z_$][\w$.]*) is not (?:defined|a function|a constructor)")
 _INFINITE_LOOP = re.compile(r"(?:while\s*\(\s*(?:true|1)\s*\)|for\s*\(\s*;\s*;\s*\))")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]{2,}")
 _FILLS = 6  # most statements blamed for filling an array read as undefined
@@ -63,7 +64,7 @@ def _statement_head(g: CodeGraph, offset: int) -> Span | None:
 
 def _null_sources(c: _Case, stmt: Span, by: str) -> None:
     """A null/undefined read at ``stmt``: a query for an element that does not exist."""
-    if not _NULL_READ.search(str(c.d.get("message", ""))):
+    if not exception_of(c.d).get("null_read"):
         return
     code = c.g.text[stmt[0]:stmt[1]]
     for q in c.g.dom_queries:
@@ -87,7 +88,7 @@ def _runaway_recursion(c: _Case, top: int, by: str) -> None:
     did not stop it. The ``if`` of the function that returns on a test of a parameter (the
     base case), and the calls from outside that start the recursion, with the state they
     pass that no code sets, are blamed."""
-    if "Maximum call stack size exceeded" not in str(c.d.get("message", "")):
+    if not exception_of(c.d).get("stack_overflow"):
         return
     g = c.g
     fn = _fn_at(g, top)
@@ -115,15 +116,15 @@ def _missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> None
     """A null read of a parameter of the top frame's function: its caller passed no value.
     The call on the next frame, or with no in-app frame below, the registrations of the
     function as an event handler (the browser passes the event alone), are blamed."""
-    m = _NULL_READ.search(str(c.d.get("message", "")))
+    exc = exception_of(c.d)
     fn = c.g.enclosing_function(stmt[0])
-    if not m or fn is None or not fn.params:
+    if not exc.get("null_read") or fn is None or not fn.params:
         return
-    prop = m.group(1) or ""
+    prop = exc.get("read_property") or ""
     code = c.g.text[stmt[0]:stmt[1]]
     read = {r.group(1) for r in re.finditer(r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*\??\.\s*"
                                             + re.escape(prop) + r"(?![\w$])", code)}
-    missing = [p for p in fn.params if p in read or p == m.group(2)]
+    missing = [p for p in fn.params if p in read or p == exc.get("null_name")]
     if not missing:
         return
     why = f"calls {fn.name or 'the function'} without a value for {missing[0]}"
@@ -158,12 +159,12 @@ def _undefined_items(c: _Case, stmt: Span, by: str) -> None:
     filling it, or reading it, with the wrong bounds): the statements that fill ``a`` in its
     scope and the loops around them, and the innermost loop around the failing read whose
     head sets the index, are blamed."""
-    m = re.search(r"of undefined \(reading '([^']*)'\)", str(c.d.get("message", "")))
-    if not m:
+    item = exception_of(c.d).get("undefined_item")
+    if item is None:
         return
     g = c.g
-    after = r"\??\.?\s*\[" if not re.fullmatch(r"[A-Za-z_$][\w$]*", m.group(1)) else (
-        r"\??\.\s*" + re.escape(m.group(1)) + r"(?![\w$])")  # a number: read by subscript
+    after = r"\??\.?\s*\[" if not re.fullmatch(r"[A-Za-z_$][\w$]*", item) else (
+        r"\??\.\s*" + re.escape(item) + r"(?![\w$])")  # a number: read by subscript
     read = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*\[([^\[\]]+)\]\s*" + after)
     fn = g.enclosing_function(stmt[0])
     scope = fn.span if fn is not None else g.region
@@ -211,7 +212,7 @@ def _unreached_writers(c: _Case, stmt: Span, stack: list[int], by: str) -> None:
     handler calls any more): the start-up bindings that should run it are blamed, the code
     that never ran is context. Not when a function on the stack looks unreachable too: then
     the app is run in a way the graph does not see, and nothing can be concluded."""
-    if not _NULL_READ.search(str(c.d.get("message", ""))):
+    if not exception_of(c.d).get("null_read"):
         return
     g = c.g
     reachable = None
@@ -251,15 +252,15 @@ def _roots_above(g: CodeGraph, functions: set[int], depth: int = 4) -> set[int]:
 
 def _named_in_message(c: _Case, by: str) -> None:
     """``x is not defined`` / ``not a function``: declarations with a similar name."""
-    m = _NAME_IN_MESSAGE.search(str(c.d.get("message", "")))
-    if not m:
+    name = exception_of(c.d).get("unbound_name")
+    if not name:
         return
-    root = m.group(1).split(".")[0]
+    root = name.split(".")[0]
     for q in c.g.dom_queries:  # `canvas.getContext is not a function`: the wrong element
-        if q.variable and q.variable.split(".")[-1] == root and "." in m.group(1):
+        if q.variable and q.variable.split(".")[-1] == root and "." in name:
             c.statement("dir", q.span, f"{q.variable} holds the element looked up here, "
                         f"which lacks what the code calls on it", q.function, by)
-    name = m.group(1).split(".")[-1]
+    name = name.split(".")[-1]
     for fn in c.g.functions:
         if fn.name and fn.name != name and similar_names(fn.name, name):
             c.add("ctx", fn.span, f"function {fn.name} is named like the missing {name}", by,
@@ -284,7 +285,7 @@ def _library_arguments(c: _Case, stmt: Span, by: str) -> None:
     handed = [q for q in c.g.dom_queries if q.variable and re.search(
         r"(?<![\w$.])" + re.escape(q.variable) + r"(?![\w$])", code)]
     _shared_elements(c, handed, by)
-    if "TypeError" not in str(c.d.get("message")):
+    if exception_of(c.d).get("name") != "TypeError":
         return
     for q in handed:
         c.statement("dir", q.span, f"looks up the element {q.variable} that the failing "
@@ -337,7 +338,7 @@ def _thrown_values(c: _Case) -> None:
     known) are blamed directly if few, as context otherwise.
     """
     g = c.g
-    said = _thrown_message(str(c.d.get("message", "")))
+    said = set(exception_of(c.d).get("thrown") or ())
     throws = [(s, e) for s, e in g.statements if re.match(r"throw(?![\w$])", g.text[s:e])]
     matched = [t for t in throws if _throw_matches(g.text[t[0] + 5:t[1]], said)]
     for t in matched:
@@ -352,15 +353,6 @@ def _thrown_values(c: _Case) -> None:
     for t in plain or throws:
         c.statement("dir" if len(plain or throws) <= 3 else "ctx", t, "throw that may have "
                     "raised the stackless exception", _fn_at(g, t[0]), "coverage")
-
-
-def _thrown_message(message: str) -> set[str]:
-    """What a stackless exception's report can say the thrown value was."""
-    rest = re.sub(r"^uncaught\s+", "", message.strip())
-    out = {rest}
-    for pattern in (r"^Uncaught\s+", r"^(?:Uncaught\s+)?\w*:\s*", r"^Error:\s*"):
-        out.add(re.sub(pattern, "", rest))
-    return {x.strip() for x in out if x.strip()}
 
 
 def _throw_matches(expr: str, said: set[str]) -> bool:
@@ -419,7 +411,9 @@ def _page_error_text(c: _Case) -> None:
         _null_sources(c, span, "text")
         _unset_state(c, span, [span[0]], "text")
     if not hits:
-        for item in spans_from_text_evidence(c.g, str(c.d.get("message", ""))).evidence:
+        exc = exception_of(c.d)
+        report = f"{exc.get('name', '')}: {exc.get('message', '')}" if exc else ""
+        for item in spans_from_text_evidence(c.g, report).evidence:
             c.add("ctx", tuple(item["span"]), item["why"], "text")
     if not hits and not c.d.get("frames"):  # no stack at all: a thrown non-Error value
         _thrown_values(c)
@@ -470,7 +464,7 @@ def _syntax_naive(c: _Case) -> None:
 
 def _runtime_failure(c: _Case) -> None:
     """Hangs and crashes: loops that cannot end, then other ``while`` loops."""
-    if "uncaught" not in str(c.d.get("message", "")):
+    if c.d.get("reason") not in {r.value for r in UNCAUGHT}:
         _loops(c)  # an exception's own page_error diagnostic carries its location
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from evaluators.contract import Reason
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Element, EventBinding, Span
 from evaluators.localize.spans_common import (
@@ -41,7 +42,8 @@ _CHECK_ATTRS = {"class": ("class",), "value": ("value",), "checked": ("checked",
 # Writes that replace an element's whole content (or the element).
 _REPLACING = frozenset(("innerHTML", "textContent", "innerText", "outerHTML", "replaceChildren",
                         "replaceWith", "remove"))
-_HANG = re.compile(r"stopped answering|renderer crashed|infinite loop")
+# Probe failures of a page that stopped answering: its loops are suspects.
+_STOPPED_PAGE = frozenset((Reason.HANG.value, Reason.CRASH.value))
 
 
 # -- probe failures ----------------------------------------------------------------------------
@@ -319,7 +321,7 @@ def _probe_rules(c: _Case) -> None:
     """The text rules of a probe failure, without the context of what they blamed."""
     f = _failure(c.g, c.d, c.probe)
     c.failure = f
-    if _HANG.search(str(c.d.get("message", ""))):
+    if c.d.get("reason") in _STOPPED_PAGE:
         _loops(c)
     (_missing_element if f.missing else _failed_check)(c, f)
     _dangling_queries(c, f)

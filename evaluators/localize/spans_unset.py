@@ -23,10 +23,9 @@ import re
 
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span, StateVar
-from evaluators.localize.spans_common import _Case, _fn_at, neighbour_statement as _neighbour
+from evaluators.localize.spans_common import _Case, _fn_at, exception_of
+from evaluators.localize.spans_common import neighbour_statement as _neighbour
 
-_NULL_READ = re.compile(r"(?:Cannot (?:read|set) propert(?:y|ies) of (?:null|undefined)"
-                        r"(?: \((?:reading|setting) '([^']*)'\))?|(\S+) is (?:null|undefined))")
 # A declarator that leaves its variable without a value, or with an empty container.
 _NO_VALUE = re.compile(r"[\w$]+\s*(?:=\s*(?:null|undefined|void\s+0))?\s*")
 _EMPTY = re.compile(r"[\w$]+\s*=\s*(?:\[\s*\]|\{\s*\}|new\s+(?:Map|Set|Array|Object)\s*\(\s*\))\s*")
@@ -197,7 +196,7 @@ def _unset_state(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
             stack).
         by: Evidence source.
     """
-    if _NULL_READ.search(str(c.d.get("message", ""))):
+    if exception_of(c.d).get("null_read"):
         unset_state_at(c, stmt, offsets, by)
 
 

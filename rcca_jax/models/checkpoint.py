@@ -51,7 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
-from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
+from jax.sharding import Mesh, SingleDeviceSharding
 
 from rcca_jax.models.config import LingConfig
 from rcca_jax.models.model import Ling

@@ -37,12 +37,13 @@ import jax.experimental.topologies
 import jax.numpy as jnp
 import numpy as np
 from flax import nnx
-from jax.sharding import NamedSharding, PartitionSpec as P
+from jax.sharding import NamedSharding
 
 from rcca_jax import configs, sharding
 from rcca_jax.models import Ling, LingConfig, param_counts
 from rcca_jax.models.config import RUNTIME_FIELDS
 from rcca_jax.rl import train_step as ts
+from rcca_jax.state import state_shardings
 
 SEARCH = ("v5p:2x2x4", "v5p:2x4x4", "v5p:4x4x4", "v5p:4x4x8", "v5p:4x8x8", "v5p:8x8x8")
 GB = 1e9
@@ -135,7 +136,7 @@ def plan(cfg: LingConfig, train: ts.TrainConfig, temperature: float, topology: s
     mesh_shape = mesh_for(len(devices), expert)
     mesh = sharding.make_mesh(mesh_shape, devices)
     graphdef, state = ts.init_state(nnx.eval_shape(lambda: Ling(cfg, nnx.Rngs(0))), train)
-    state = _abstract(state, ts.state_shardings(state, mesh))
+    state = _abstract(state, state_shardings(state, mesh))
     rows = per_chip_batch * len(devices) * train.micro_batches
     kl = bool(train.kl_coef)
     batch = _batch(rows, seq_len, mesh, kl)

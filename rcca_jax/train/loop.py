@@ -29,7 +29,7 @@ from flax import nnx
 
 from rcca_jax import sharding
 from rcca_jax.models import Ling
-from rcca_jax.rl.train_step import TrainState, compile_step, global_batch
+from rcca_jax.state import TrainState, compile_step, global_batch
 from rcca_jax.train import batches, multihost, policy as policy_lib
 from rcca_jax.train.checkpoints import Checkpoints
 from rcca_jax.train.config import RunConfig
@@ -122,7 +122,7 @@ class Run:
         return nnx.eval_shape(lambda: Ling(self.model_cfg, nnx.Rngs(0)))
 
     def shardings(self, state: TrainState):
-        from rcca_jax.rl.train_step import state_shardings
+        from rcca_jax.state import state_shardings
 
         return None if self.mesh is None else state_shardings(state, self.mesh)
 

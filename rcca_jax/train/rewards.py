@@ -1,10 +1,11 @@
 """Rollouts -> the evaluator fleet -> rewards, validity and per-token base weights.
 
-Runs on the host (CPU): decodes sampled ids to response text, scores the
-responses in the evaluator fleet (real Chromium, JS coverage on failing
-probes), localizes the diagnostics and turns them into `weights_base` and
-`diagnosed` over the *sampled* ids. An evaluator error is never the model's
-fault: such rows come back with `valid=False` and are masked by the trainer.
+Runs on the host (CPU): decodes sampled ids to response text and hands text and
+ids to the evaluator fleet, whose workers score them (real Chromium, JS coverage
+on failing probes), localize the diagnostics and turn them into `weights_base`
+and `diagnosed` over the *sampled* ids (`evaluators.localize.api.Localizer`);
+the host only gathers them. An evaluator error is never the model's fault: such
+rows come back with `valid=False` and are masked by the trainer.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Sequence
 import numpy as np
 
 from evaluators.config import EvalConfig
-from evaluators.localize.api import localize_record
+from evaluators.localize.api import Localizer
 from evaluators.localize.tokens import token_bytes
 from evaluators.pool import EvaluatorPool
 from rcca_jax.train.config import EvaluatorConfig
@@ -89,8 +90,9 @@ class Fleet:
     """Scores rollouts, streamed: `submit` a group as soon as it is sampled, `collect` it later.
 
     Backends differ only in how rows reach the browsers (`_submit`, `_collect`,
-    `_depth`); decoding, rewards and localization are shared. ``method`` None skips
-    localization (every weight 1, nothing diagnosed).
+    `_depth`); decoding and rewards are shared, and every backend's workers localize
+    with `self.localizer`. ``method`` None skips localization (every weight 1,
+    nothing diagnosed).
     """
 
     def __init__(self, tasks: dict, cfg: EvaluatorConfig, tokenizer, method: str | None = "grounded",
@@ -98,6 +100,7 @@ class Fleet:
         self.tasks, self.cfg, self.tokenizer, self.method = tasks, cfg, tokenizer, method
         self.reward_of = REWARDS[reward]
         self.eval_cfg = eval_config(cfg)
+        self.localizer = None if method is None else Localizer(tokenizer, method)
 
     def _submit(self, rows: list[dict]) -> object:
         raise NotImplementedError
@@ -124,7 +127,10 @@ class Fleet:
         rows, aligned = [], []
         for i, (tid, ids) in enumerate(zip(task_ids, response_ids)):
             text, ok = response_text(self.tokenizer, ids)
-            rows.append({"task_id": tid, "response": text, "rollout": i})
+            row = {"task_id": tid, "response": text, "rollout": i}
+            if ok and localize and self.method is not None and self.localizer is not None:
+                row["token_ids"] = [int(x) for x in ids]  # the worker localizes this row
+            rows.append(row)
             aligned.append(ok)
         depth = self._depth()
         t0 = time.perf_counter()
@@ -147,16 +153,10 @@ class Fleet:
                 rewards[i], valid[i] = self.reward_of(rec), True
                 if self.method is None or not pending.localize:
                     pass  # flat weights (plain GRPO, evaluation): localization would be thrown away
-                elif pending.aligned[i]:
-                    try:
-                        loc = localize_record(rec, self.method, self.tokenizer, ids,
-                                              task=self.tasks[rec["task_id"]])
-                        w = np.asarray(loc["weights_base"], np.float32)
-                        d = np.asarray(loc["diagnosed"], bool)
-                        records[i] = loc
-                    except ValueError:
-                        errors += 1
-                else:
+                elif "weights_base" in rec and len(rec["weights_base"]) == len(ids):
+                    w = np.asarray(rec["weights_base"], np.float32)
+                    d = np.asarray(rec["diagnosed"], bool)
+                else:  # not valid UTF-8, or the worker could not localize it: flat weights
                     errors += 1
             w_out.append(w)
             d_out.append(d)
@@ -179,7 +179,7 @@ class LocalFleet(Fleet):
                  reward: str = "gated"):
         super().__init__(tasks, cfg, tokenizer, method, reward)
         self.pool = EvaluatorPool(tasks, self.eval_cfg, workers=cfg.workers,
-                                  max_pending=cfg.max_pending or None)
+                                  max_pending=cfg.max_pending or None, localizer=self.localizer)
 
     def _submit(self, rows: list[dict]) -> object:
         return self.pool.submit(rows)
@@ -197,15 +197,16 @@ class LocalFleet(Fleet):
 class _ScoringActor:
     """One Ray actor: a Chromium browser scoring rows in-process (`score_rows_async`)."""
 
-    def __init__(self, tasks: dict, eval_cfg: EvalConfig):
-        self.tasks, self.eval_cfg = tasks, eval_cfg
+    def __init__(self, tasks: dict, eval_cfg: EvalConfig, localizer: Localizer | None = None):
+        self.tasks, self.eval_cfg, self.localizer = tasks, eval_cfg, localizer
 
     def score(self, rows: list[dict]) -> list[dict]:
         import asyncio
 
         from evaluators.pool import score_rows_async
 
-        return asyncio.run(score_rows_async(rows, self.tasks, self.eval_cfg))
+        return asyncio.run(score_rows_async(rows, self.tasks, self.eval_cfg,
+                                            localizer=self.localizer))
 
 
 class RayFleet(Fleet):
@@ -226,7 +227,8 @@ class RayFleet(Fleet):
             ray.init(address=cfg.ray_address or None, include_dashboard=False,
                      log_to_driver=False, **({} if cfg.ray_address else {"num_cpus": max(1, cfg.workers)}))
         actor = ray.remote(num_cpus=1)(_ScoringActor)
-        self.actors = [actor.remote(tasks, self.eval_cfg) for _ in range(max(1, cfg.workers))]
+        self.actors = [actor.remote(tasks, self.eval_cfg, self.localizer)
+                       for _ in range(max(1, cfg.workers))]
         self._turn = 0
         self._inflight: dict = {}  # object ref -> rows in it
 

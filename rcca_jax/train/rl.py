@@ -22,8 +22,9 @@ import orbax.checkpoint as ocp
 from rcca_jax.models import Ling
 from rcca_jax.rl.loss import group_advantages
 from rcca_jax.rl.sampler import SamplerConfig, sample
-from rcca_jax.rl.train_step import (Reference, TrainState, compile_reference_logprobs,
-                                    compile_train_step, init_state, is_abstract, make_reference)
+from rcca_jax.rl.train_step import (Reference, compile_reference_logprobs, compile_train_step,
+                                    init_state, make_reference)
+from rcca_jax.state import TrainState, is_abstract
 from rcca_jax.train import batches, multihost
 from rcca_jax.train.data import PromptStream
 from rcca_jax.train.rewards import Scored

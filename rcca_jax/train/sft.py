@@ -8,7 +8,7 @@ import optax
 from flax import nnx
 
 from rcca_jax.models.logprobs import token_logprobs
-from rcca_jax.rl.train_step import TrainState, abstract_state, is_abstract
+from rcca_jax.state import TrainState, abstract_state, is_abstract
 from rcca_jax.train.config import SFTConfig
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from evaluators.contract import JsException
+
 
 def span(sub: str, text: str, nth: int = 0) -> tuple[int, int]:
     """[start, end) of the ``nth`` occurrence of ``sub`` in ``text``."""
@@ -15,7 +19,8 @@ def probe_failure(check: dict, action: dict | None, **kw) -> dict:
     """A failed ``check`` step, after ``action`` when given, as the evaluator records it."""
     after = None if action is None else {"step_index": 0, "step": action,
                                          "locator": action.get("locator")}
-    return {"kind": "probe_failure", "stage": "rubric", "severity": "moderate",
+    return {"kind": "probe_failure", "reason": kw.pop("reason", "wrong_value"), "stage": "rubric",
+            "severity": "moderate",
             "rubric_id": "r", "message": kw.pop("message", "expect failed"), "step_index": 1,
             "step": check, "locator": check.get("locator"), "expected": check.get("value"),
             "actual": "x", "after_action": after, **kw}
@@ -28,7 +33,17 @@ def ran(g, *names: str) -> dict:
                           for f in fns]}
 
 
+def exception(report: str) -> dict:
+    """The ``exception`` field the evaluator writes for a page's report ``Name: message``."""
+    report = report.removeprefix("uncaught ")
+    name, _, message = report.partition(": ") if ": " in report else ("", "", report)
+    exc = JsException.from_report(name, message)
+    return {**dataclasses.asdict(exc), "thrown": list(exc.thrown)}
+
+
 def page_error(message: str, frames: list[dict], **kw) -> dict:
-    """An uncaught exception with its stack ``frames`` (``in_app``, ``offset``)."""
-    return {"kind": "page_error", "stage": "runtime", "severity": "severe", "rubric_id": None,
-            "message": message, "frames": frames, **kw}
+    """An uncaught exception thrown while loading (``message``: ``uncaught Name: text``),
+    with its stack ``frames`` (``in_app``, ``offset``)."""
+    return {"kind": "page_error", "reason": "uncaught_at_load", "stage": "runtime",
+            "severity": "severe", "rubric_id": None, "message": message,
+            "exception": exception(message), "frames": frames, **kw}

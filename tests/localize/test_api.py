@@ -10,6 +10,7 @@ import pytest
 
 from evaluators.localize.api import counts_for_weights, localize_record, weights_from_spans
 from evaluators.localize.weights import WeightConfig
+from tests.localize.diags import exception
 
 tokenizers = pytest.importorskip("tokenizers")
 transformers = pytest.importorskip("transformers")
@@ -56,8 +57,8 @@ def tok():
 
 
 def failure(rubric_id: str, **kw) -> dict:
-    return {"kind": "probe_failure", "stage": "rubric", "severity": "moderate",
-            "rubric_id": rubric_id, "message": "expect failed", "step_index": 1,
+    return {"kind": "probe_failure", "reason": "wrong_value", "stage": "rubric",
+            "severity": "moderate", "rubric_id": rubric_id, "message": "expect failed", "step_index": 1,
             "step": {"expect": "text", "locator": "#out", "value": "1"}, "locator": "#out",
             "selector": "#out", "expected": "1", "actual": "-1", "coverage": None,
             "after_action": {"step_index": 0, "step": {"do": "click", "locator": "#inc"},
@@ -72,10 +73,12 @@ def record(**kw) -> dict:
                      "runtime_error": False}],
         "diagnostics": [
             failure("inc"),
-            {"kind": "dialog", "stage": "rubric", "severity": "info", "rubric_id": "inc",
+            {"kind": "dialog", "reason": "dialog", "stage": "rubric", "severity": "info", "rubric_id": "inc",
              "message": "alert dialog answered: hi", "step_index": 0},
-            {"kind": "page_error", "stage": "rubric", "severity": "severe", "rubric_id": "ok",
-             "message": "uncaught Error: x", "frames": [
+            {"kind": "page_error", "reason": "uncaught_in_step", "stage": "rubric",
+             "severity": "severe", "rubric_id": "ok", "message": "uncaught Error: x",
+             "exception": exception("Error: x"), "step_index": 1, "interaction_index": 0,
+             "frames": [
                  {"in_app": True, "offset": span("count -= 1;")[0]}], "excerpt": "count -= 1;"},
         ],
         "extraction": {"start": START, "end": END, "method": "fenced"},
@@ -142,7 +145,9 @@ def test_counting_rules():
 def test_no_app_and_passing_records(tok):
     text = "I cannot do that."
     rec = {"response": text, "gate": "format", "rubrics": [], "extraction": None,
-           "diagnostics": [{"kind": "no_app", "stage": "format", "severity": "severe"}]}
+           "diagnostics": [{"kind": "no_app", "reason": "no_app", "stage": "format",
+                           "severity": "severe", "message": "no app found"}],
+           "schema_version": 2}
     out = localize_record(rec, tokenizer=tok)
     assert out["diagnostics"][0]["s_dir"] == [] and out["diagnostics"][0]["weighted"]
     assert out["weights_base"] == [1.0] * len(text)

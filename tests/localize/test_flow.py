@@ -96,8 +96,8 @@ def test_load_functions():
 def probe(check: dict, action: dict, ran: list[str], g) -> dict:
     cover = [{"name": n, "start": f.span[0], "end": f.span[1], "count": 1}
              for n in ran for f in g.functions_named(n)]
-    return {"kind": "probe_failure", "stage": "rubric", "severity": "moderate",
-            "rubric_id": "r", "message": "expect failed", "step_index": 1, "step": check,
+    return {"kind": "probe_failure", "reason": "wrong_value", "stage": "rubric",
+            "severity": "moderate", "rubric_id": "r", "message": "expect failed", "step_index": 1, "step": check,
             "locator": check.get("locator"), "expected": check.get("value"), "actual": "x",
             "after_action": {"step_index": 0, "step": action, "locator": action["locator"]},
             "coverage": {"functions": cover, "since": "load"}}

@@ -15,6 +15,7 @@ from evaluators.localize.spans import (
     subtract_spans,
 )
 from evaluators.source import source_diagnostics
+from tests.localize.diags import exception
 
 APP = """Here is the app.
 
@@ -95,7 +96,8 @@ def probe_failure(step: dict, action: dict | None = None, **kw) -> dict:
         "step_index": 0, "step": action, "locator": action.get("locator"),
         "selector": action.get("locator")}
     loc = step.get("locator", step.get("from"))
-    return {"kind": "probe_failure", "stage": "rubric", "severity": kw.get("severity", "moderate"),
+    return {"kind": "probe_failure", "reason": kw.get("reason", "wrong_value"), "stage": "rubric",
+            "severity": kw.get("severity", "moderate"),
             "rubric_id": "r", "message": kw.get("message", "expect failed"), "step_index": 1,
             "step": step, "locator": loc, "selector": loc, "expected": step.get("value"),
             "actual": kw.get("actual", "x"), "after_action": after,
@@ -181,7 +183,8 @@ def test_visibility_assertion_blames_rules_that_hide_and_class_writes(g):
 
 def test_missing_element_blames_lookups_and_similar_names(g):
     diag = probe_failure({"expect": "visible", "locator": "#scoreDisplay"}, severity="severe",
-                         actual=None, message="no element matches #scoreDisplay: timeout")
+                         actual=None, message="no element matches #scoreDisplay: timeout",
+                         reason="missing_element")
     loc = localize(g, diag, "text")
     assert loc.s_dir == tuple(merge_spans([
         span("const label = document.getElementById('scoreDisplay');"),
@@ -196,9 +199,10 @@ def test_uncaught_exception_uses_the_stack(g):
     frames = [{"function": "show", "in_app": True, "offset": span("data.value")[0]},
               {"function": "refresh", "in_app": True, "offset": span("show({")[0]},
               {"function": "x", "in_app": False, "offset": None}]
-    diag = {"kind": "page_error", "stage": "rubric", "severity": "severe", "rubric_id": "r",
-            "message": "uncaught TypeError: Cannot set properties of null (setting "
-                       "'textContent')", "step_index": 1, "interaction_index": 0,
+    diag = {"kind": "page_error", "reason": "uncaught_in_step", "stage": "rubric",
+            "severity": "severe", "rubric_id": "r", "message": "uncaught TypeError",
+            "exception": exception("TypeError: Cannot set properties of null (setting "
+                                   "'textContent')"), "step_index": 1, "interaction_index": 0,
             "frames": frames, "excerpt": "label.textContent = data.value;"}
     loc = localize(g, diag, "grounded")
     assert loc.s_dir == (span("const label = document.getElementById('scoreDisplay');"),
@@ -215,8 +219,8 @@ def test_uncaught_exception_uses_the_stack(g):
 
 def test_not_defined_points_at_similar_names(g):
     at = span("render();")[0]
-    diag = {"kind": "page_error", "stage": "rubric", "message": "uncaught ReferenceError: "
-            "rendr is not defined", "frames": [{"in_app": True, "offset": at}]}
+    diag = {"kind": "page_error", "reason": "uncaught_in_step", "stage": "rubric",
+            "exception": exception("ReferenceError: rendr is not defined"), "frames": [{"in_app": True, "offset": at}]}
     loc = localize(g, diag, "grounded")
     assert loc.s_dir == (span("render();"),)
     assert function("render") in loc.s_ctx
@@ -242,11 +246,11 @@ def test_zero_width_syntax_error_is_widened():
 
 def test_hang_blames_the_endless_loop():
     response = "<script>\nlet i = 0;\nwhile (true) { i++; }\nwhile (i < 3) i++;\n</script>"
-    diag = {"kind": "runtime_failure", "message": "the page stopped answering after load"}
+    diag = {"kind": "runtime_failure", "reason": "hang", "message": "the page stopped"}
     loc = localize(build_graph(response), diag)
     assert loc.s_dir == (span("while (true) { i++; }", text=response),)
     assert loc.s_ctx == (span("while (i < 3) i++;", text=response),)
-    thrown = {"kind": "runtime_failure", "message": "uncaught exception during load"}
+    thrown = {"kind": "runtime_failure", "reason": "uncaught_at_load", "message": "stopped"}
     assert localize(build_graph(response), thrown).s_dir == ()
 
 
@@ -353,8 +357,9 @@ def test_undefined_read_points_at_the_state_it_reads():
     text = ("<script>\nlet items = [];\nfunction fill() { items = [1]; }\n"
             "function use() { return items[0].x; }\n</script>")
     at = text.index("return items")
-    diag = {"kind": "page_error", "message": "uncaught TypeError: Cannot read properties of "
-            "undefined (reading 'x')", "frames": [{"in_app": True, "offset": at}]}
+    diag = {"kind": "page_error", "reason": "uncaught_at_load",
+            "exception": exception("TypeError: Cannot read properties of undefined (reading "
+                                   "'x')"), "frames": [{"in_app": True, "offset": at}]}
     loc = localize(build_graph(text), diag)
     assert loc.s_dir == (span("return items[0].x;", text=text),)
     assert span("items = []", text=text) in loc.s_ctx
@@ -390,8 +395,9 @@ def test_type_error_names_the_variable_holding_the_wrong_element():
     text = ("<span id='s'></span><canvas id='c'></canvas><script>\n"
             "const canvas = document.getElementById('s');\n"
             "const ctx = canvas.getContext('2d');\n</script>")
-    diag = {"kind": "page_error", "message": "uncaught TypeError: canvas.getContext is not a "
-            "function", "frames": [{"in_app": True, "offset": text.index("canvas.getContext")}]}
+    diag = {"kind": "page_error", "reason": "uncaught_at_load",
+            "exception": exception("TypeError: canvas.getContext is not a function"),
+            "frames": [{"in_app": True, "offset": text.index("canvas.getContext")}]}
     loc = localize(build_graph(text), diag)
     assert loc.s_dir == tuple(merge_spans([
         span("const canvas = document.getElementById('s');", text=text),

@@ -9,14 +9,15 @@ import re
 
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import localize, similar_names
-from tests.localize.diags import probe_failure, span
+from tests.localize.diags import exception, probe_failure, span
 
 NULL_READ = "uncaught TypeError: Cannot read properties of undefined (reading '{}')"
 
 
 def error(message: str, text: str, *frames: str) -> dict:
-    return {"kind": "page_error", "stage": "runtime", "severity": "severe", "rubric_id": None,
-            "message": message,
+    return {"kind": "page_error", "reason": "uncaught_at_load", "stage": "runtime",
+            "severity": "severe", "rubric_id": None, "message": message,
+            "exception": exception(message),
             "frames": [{"in_app": True, "offset": span(f, text)[0]} for f in frames]}
 
 
@@ -297,8 +298,9 @@ def test_a_long_function_as_context_is_its_head_and_the_statements_around():
             "  missing.x = b;\n  const c = 3;\n  const d = 4;\n  const e = 5;\n}\nmain();\n"
             "</script>")
     g = build_graph(text)
-    loc = localize(g, {"kind": "page_error", "message": "uncaught ReferenceError: missing is "
-                       "not defined", "frames": [{"in_app": True,
+    loc = localize(g, {"kind": "page_error", "reason": "uncaught_at_load",
+                       "exception": exception("ReferenceError: missing is not defined"),
+                       "frames": [{"in_app": True,
                                                   "offset": span("missing.x", text)[0]}]})
     main = g.functions_named("main")[0]
     assert main.span[1] - main.span[0] > 1500

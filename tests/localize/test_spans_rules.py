@@ -241,3 +241,22 @@ def test_unset_state_read_under_a_start_up_function_blames_what_it_ran_before():
     assert {"span": list(span("createCanvas(10, 10);", ENTRY)), "set": "dir", "by": "stack",
             "why": "start-up code that ran before the read of center (in setup) and does not "
                    "set it"} in loc.evidence
+
+
+def test_load_failure_blames_the_exception_it_names_as_its_cause():
+    """Version 2: the gate failure names its exception by index (``caused_by``); a gate
+    failure that names none (a hang) does not take an exception's spans."""
+    message = "uncaught TypeError: Cannot read properties of undefined (reading 'parent')"
+    at = span("canvas.parent", UNSET)[0]
+    thrown = error(message, [{"in_app": True, "offset": at}])
+
+    def rec(gate: dict) -> dict:
+        return {"response": UNSET, "extraction": {"start": 0, "end": len(UNSET)}, "rubrics": [],
+                "gate": "runtime", "schema_version": 2, "diagnostics": [
+                    {"kind": "runtime_failure", "stage": "runtime", "severity": "severe",
+                     "rubric_id": None, "message": "the load failed", **gate}, thrown]}
+
+    gate, blamed = localize_diagnostics(rec({"reason": "uncaught_at_load", "caused_by": 1}))
+    assert gate["s_dir"] == blamed["s_dir"] != []
+    hang, _ = localize_diagnostics(rec({"reason": "hang"}))
+    assert hang["s_dir"] != blamed["s_dir"]

@@ -195,7 +195,8 @@ def test_writes_through_a_variable_named_like_the_container_seed_the_slice_by_ta
     diag = probe_failure({"expect": "text", "locator": "#cipher-row span >> nth=0",
                           "value": "B"}, {"do": "fill", "locator": "#shift", "value": "1"},
                          coverage=ran(g, "update", "letters"),
-                         message="no element matches #cipher-row span >> nth=0")
+                         message="no element matches #cipher-row span >> nth=0",
+                         reason="missing_element")
     loc = localize(g, diag, "grounded")
     write = span("cipherRow.innerHTML = html;", text)
     query = span("const cipherRow = document.getElementById('shift');", text)
@@ -403,7 +404,8 @@ def test_a_static_element_gone_at_probe_time_blames_writes_replacing_an_ancestor
     text = WIPED
     g = build_graph(text)
     diag = probe_failure({"expect": "visible", "locator": "#method"}, None, severity="severe",
-                         actual=None, message="no element matches #method: element(s) not found")
+                         actual=None, message="no element matches #method: element(s) not found",
+                         reason="missing_element")
     loc = localize(g, diag, "text")
     write = span("out.innerHTML = '<p>42</p>';", text)
     assert write in loc.s_dir

@@ -16,7 +16,8 @@ from rcca_jax.models.decode import greedy
 from rcca_jax.models.logprobs import token_logprobs
 from rcca_jax.models.stack import layer_split, layer_view
 from rcca_jax.rl.sampler import SamplerConfig, left_pad, sample
-from rcca_jax.rl.train_step import TrainConfig, compile_train_step, global_batch, init_state
+from rcca_jax.rl.train_step import TrainConfig, compile_train_step, init_state
+from rcca_jax.state import global_batch
 
 # 4 MoE layers, all scanned: 2 groups of (KDA, MLA).
 CFG = LingConfig(vocab_size=64, hidden_size=32, intermediate_size=48, moe_intermediate_size=16,

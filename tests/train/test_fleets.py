@@ -28,8 +28,15 @@ def setup(tmp_path_factory):
 @pytest.mark.browser
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", "ray"])
-def test_fleet_scores_and_weighs(setup, backend):
+def test_fleet_scores_and_weighs(setup, backend, monkeypatch):
     tasks, ids, tok, good, broken = setup
+
+    def not_here(*a, **k):
+        raise AssertionError("localized on the trainer host")
+
+    # The workers localize: this process must not (its copy of the localizer is disabled).
+    import evaluators.localize.api as api
+    monkeypatch.setattr(api, "localize_record", not_here)
     cfg = EvaluatorConfig(workers=2, pages_per_worker=2, probe_time_limit_ms=10000, max_pending=3)
     fleet = FLEETS[backend](tasks, cfg, tok, "grounded")
     try:
@@ -55,3 +62,8 @@ def test_fleet_scores_and_weighs(setup, backend):
     for w, d, t in zip(scored.weights_base, scored.diagnosed, good + broken):
         assert w.shape == (len(t),) and d.shape == (len(t),)
     assert any(d.any() for d in scored.diagnosed[4:]), "broken apps should have diagnosed tokens"
+    # Each record was localized where it was scored, over the sampled ids it was sent with.
+    assert all(r["localization"] == {"method": "grounded"} for r in scored.records)
+    assert all("token_ids" not in r for r in scored.records)
+    assert all(len(r["weights_base"]) == len(t) for r, t in zip(scored.records, good + broken))
+    assert "localization" not in flat.records[0]  # plain GRPO: the workers were not asked

@@ -1,0 +1,145 @@
+"""The typed diagnostic contract (evaluators.contract): V8 reports taken apart, records of
+version 1 read as version 2, bad diagnostics named, the generated schema up to date, and no
+reader of diagnostics that branches on their prose."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from evaluators.contract import (SCHEMA_PATH, Diagnostic, JsException, Reason, main,
+                                 read_record)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.parametrize("name,message,want", [
+    ("TypeError", "Cannot read properties of null (reading 'value')",
+     {"null_read": True, "read_property": "value", "null_name": None, "undefined_item": None}),
+    ("TypeError", "Cannot set properties of undefined (setting 'x')",
+     {"null_read": True, "read_property": "x"}),
+    ("TypeError", "Cannot read properties of undefined (reading '0')",
+     {"null_read": True, "undefined_item": "0"}),
+    ("TypeError", "el is null", {"null_read": True, "null_name": "el", "read_property": None}),
+    ("ReferenceError", "rendr is not defined", {"unbound_name": "rendr", "null_read": False}),
+    ("TypeError", "canvas.getContext is not a function", {"unbound_name": "canvas.getContext"}),
+    ("RangeError", "Maximum call stack size exceeded", {"stack_overflow": True}),
+    ("Error", "Uncaught 7", {"unbound_name": None, "stack_overflow": False}),
+])
+def test_v8_reports_are_taken_apart(name, message, want):
+    exc = JsException.from_report(name, message)
+    assert {k: getattr(exc, k) for k in want} == want
+
+
+def test_a_stackless_throw_names_its_value():
+    assert "7" in JsException.from_report("Error", "Uncaught 7").thrown
+    assert "too big" in JsException.from_report("Error", "too big").thrown
+
+
+def test_diagnostics_reject_a_reason_or_field_of_another_kind():
+    with pytest.raises(ValueError, match="'reason'.*'dialog'"):
+        Diagnostic(kind="probe_failure", reason=Reason.DIALOG, stage="rubric",
+                   severity="moderate", message="m", rubric_id="r")
+    with pytest.raises(ValueError, match="'url'.*'no_app'"):
+        Diagnostic(kind="no_app", reason=Reason.NO_APP, stage="format", severity="severe",
+                   message="m", url="http://x")
+    with pytest.raises(ValueError, match=r"diagnostics\[1\]: unknown field 'colour'"):
+        read_record({"schema_version": 2, "diagnostics": [
+            {"kind": "no_app", "reason": "no_app", "stage": "format", "severity": "severe",
+             "message": "m", "rubric_id": None},
+            {"kind": "no_app", "reason": "no_app", "stage": "format", "severity": "severe",
+             "message": "m", "rubric_id": None, "colour": "red"}]})
+    with pytest.raises(ValueError, match="'schema_version': unknown version 9"):
+        read_record({"schema_version": 9, "diagnostics": []})
+
+
+def _v1_record() -> dict:
+    """A version-1 record as the evaluator wrote it before the contract (no reasons)."""
+    thrown = {"kind": "page_error", "stage": "runtime", "severity": "severe", "rubric_id": None,
+              "message": "uncaught TypeError: Cannot read properties of null (reading 'x')",
+              "step_index": None, "interaction_index": None, "frames": [], "excerpt": None}
+    return {
+        "task_id": "t", "response": "r", "reward": 0.1, "gate": "runtime", "status": "ok",
+        "schema_version": 1, "diagnostics": [
+            {"kind": "runtime_failure", "stage": "runtime", "severity": "severe",
+             "rubric_id": None, "message": "uncaught exception during load: "
+                                           + thrown["message"]},
+            thrown,
+            {"kind": "probe_failure", "stage": "rubric", "severity": "severe", "rubric_id": "r",
+             "message": "no element matches #a: the probe timed out after 8000 ms waiting for it",
+             "step_index": 0, "step": {"expect": "visible", "locator": "#a"}, "locator": "#a",
+             "selector": "#a", "expected": None, "actual": None, "after_action": None},
+            {"kind": "probe_failure", "stage": "rubric", "severity": "moderate", "rubric_id": "q",
+             "message": "assert eq failed", "step_index": 2, "step": {"assert": "eq"},
+             "locator": None, "selector": None, "expected": "1", "actual": "0",
+             "after_action": None},
+            {"kind": "dialog", "stage": "runtime", "severity": "info", "rubric_id": None,
+             "message": "alert dialog answered: hi", "step_index": None}]}
+
+
+def test_version_1_records_are_read_as_version_2():
+    old = _v1_record()
+    rec = read_record(old)
+    assert old["schema_version"] == 1 and "reason" not in old["diagnostics"][0]  # not changed
+    gate, thrown, missing, wrong, dialog = rec["diagnostics"]
+    assert rec["schema_version"] == 2
+    assert (gate["reason"], gate["caused_by"]) == ("uncaught_at_load", 1)
+    assert thrown["reason"] == "uncaught_at_load"
+    assert (thrown["exception"]["name"], thrown["exception"]["read_property"]) == ("TypeError", "x")
+    assert (missing["reason"], missing["limit_ms"]) == ("missing_element", 8000.0)
+    assert (wrong["reason"], "limit_ms" in wrong) == ("wrong_value", False)
+    assert dialog["reason"] == "dialog"
+
+
+def test_the_schema_is_generated_from_the_contract():
+    assert main(["--check"]) == 0, "run python -m evaluators.contract"
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    props = schema["$defs"]["diagnostic"]["properties"]
+    assert props["reason"]["enum"] == [r.value for r in Reason]
+
+
+def test_upgraded_records_validate_against_the_current_schema():
+    schema = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
+    rec = read_record(_v1_record())
+    rec.update(rubrics=[], rubric_counts={"pass": 0, "fail": 0, "error": 0, "unjudged": 0},
+               extraction={"start": 0, "end": 1, "method": "fenced"}, attempts=1,
+               timings={"format_ms": 0.1, "source_ms": 1.0, "runtime_ms": 1.0, "rubrics_ms": 1.0,
+                        "total_ms": 3.1})
+    rec["rubrics"] = [
+        {"id": i, "verdict": "fail", "importance": "core", "kind": "initial", "severity": "severe",
+         "failed_step": 0, "message": "x", "duration_ms": 1.0, "runtime_error": False}
+        for i in ("r", "q")]
+    rec["rubric_counts"]["fail"] = 2
+    problems = [f"{'/'.join(map(str, e.absolute_path))}: {e.message[:200]}"
+                for e in jsonschema.Draft202012Validator(schema).iter_errors(rec)]
+    assert problems == []
+
+
+# Reads of a key "message" the localizer keeps: a syntax error's text as the why of its span
+# (never compared), and the thrown exception's own message (the app's text, as text evidence).
+_MESSAGE_READS_ALLOWED = {("evaluators/localize/spans_errors.py", "_syntax_error"),
+                          ("evaluators/localize/spans_errors.py", "_page_error_text")}
+
+
+def _message_reads(path: Path) -> set[tuple[str, str]]:
+    """(file, function) of every use of the string "message" as a key."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out = set()
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Constant) and node.value == "message":
+                out.add((path.relative_to(REPO).as_posix(), fn.name))
+    return out
+
+
+def test_no_reader_of_diagnostics_branches_on_their_message():
+    files = sorted((REPO / "evaluators" / "localize").glob("*.py")) + [
+        REPO / "benchmarks" / "localization.py"]
+    found = set().union(*(_message_reads(p) for p in files))
+    assert found <= _MESSAGE_READS_ALLOWED, found - _MESSAGE_READS_ALLOWED
