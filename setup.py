@@ -28,7 +28,8 @@ setup(
     description="Rubric-to-Code Credit Assignment: RL for interactive web apps",
     python_requires=">=3.11",
     packages=find_packages(include=["evaluators", "evaluators.*", "rcca_jax", "rcca_jax.*"]),
-    package_data={"evaluators": ["cdn_packages.json", "schema/*.json", "examples/*.jsonl"]},
+    package_data={"evaluators": ["schema/*.json", "examples/*.jsonl"],
+                  "evaluators.cdn": ["packages.json"]},
     install_requires=EVALUATOR,
     extras_require={
         "localize": LOCALIZE,

@@ -7,7 +7,7 @@ The same apps are scored three ways and compared:
    workers at random (exponential gaps, mean ``--kill-every`` seconds; a browser's main
    process with probability ``--browser-share``, else a renderer), and one pool worker
    process is SIGKILLed a third of the way through;
-3. Ray: the first ``--ray-apps`` apps on ``evaluators.ray_fleet.RayScorer`` actors, one
+3. Ray: the first ``--ray-apps`` apps on ``evaluators.fleet.ray_fleet.RayScorer`` actors, one
    of which is SIGKILLed mid-batch.
 
 Apps: ``--apps`` (default 1,000) = the hostile apps of ``tests/hostile_apps.py`` (about
@@ -41,7 +41,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.proc_cpu import descendants  # noqa: E402
 from evaluators.config import EvalConfig  # noqa: E402
-from evaluators.pool import EvaluatorPool  # noqa: E402
+from evaluators.fleet.pool import EvaluatorPool  # noqa: E402
 from evaluators.summary import table  # noqa: E402
 from evaluators.tasks import load_responses, load_tasks  # noqa: E402
 from tests.hostile_apps import hostile_apps, hostile_tasks  # noqa: E402
@@ -168,7 +168,7 @@ def run_pool(tasks: dict, rows: list[dict], workers: int, killer: Killer | None)
 
 
 def run_ray(tasks: dict, rows: list[dict], actors: int, killer: Killer) -> tuple:
-    from evaluators.ray_fleet import RayScorer
+    from evaluators.fleet.ray_fleet import RayScorer
 
     t0 = time.monotonic()
     with RayScorer(tasks, EvalConfig(), actors=actors) as scorer:

@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from evaluators.config import EvalConfig  # noqa: E402
-from evaluators.pool import EvaluatorPool  # noqa: E402
+from evaluators.fleet.pool import EvaluatorPool  # noqa: E402
 from evaluators.summary import table  # noqa: E402
 from evaluators.tasks import load_responses, load_tasks  # noqa: E402
 

@@ -65,7 +65,7 @@ from evaluators.localize.api import localize_record, weights_from_spans  # noqa:
 from evaluators.localize.graph import CodeGraph, build_graph  # noqa: E402
 from evaluators.localize.spans import METHODS, merge_spans  # noqa: E402
 from evaluators.localize.tokens import span_mask, token_char_ranges  # noqa: E402
-from evaluators.pool import score_rows_async  # noqa: E402
+from evaluators.fleet.pool import score_rows_async  # noqa: E402
 from evaluators.summary import table  # noqa: E402
 from evaluators.tasks import Task, load_responses, load_tasks  # noqa: E402
 

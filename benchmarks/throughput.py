@@ -41,10 +41,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.proc_cpu import CpuSampler  # noqa: E402
-from evaluators.browser import BrowserWorker  # noqa: E402
+from evaluators.sandbox.browser import BrowserWorker  # noqa: E402
 from evaluators.config import EvalConfig  # noqa: E402
-from evaluators.pool import EvaluatorPool, make_mirror  # noqa: E402
-from evaluators.score import score_with_retries  # noqa: E402
+from evaluators.fleet.pool import EvaluatorPool, make_mirror  # noqa: E402
+from evaluators.checks.score import score_with_retries  # noqa: E402
 from evaluators.summary import table  # noqa: E402
 from evaluators.tasks import load_responses, load_tasks  # noqa: E402
 

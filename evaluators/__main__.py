@@ -27,7 +27,7 @@ def _run(args: argparse.Namespace, cfg: EvalConfig, finish=None) -> int:
     """Scores the rows of args.responses, passes each record through `finish`, writes them."""
     from tqdm import tqdm
 
-    from evaluators.pool import EvaluatorPool
+    from evaluators.fleet.pool import EvaluatorPool
     from evaluators.summary import summarize
 
     try:
@@ -90,7 +90,7 @@ def _score_file(args: argparse.Namespace, tasks: dict, path: str, cache) -> list
     """The records of one responses file: read when already scored, else scored once and
     cached in `cache` (reused while it holds one record per row, in order)."""
     from evaluators.leaderboard import is_scored
-    from evaluators.pool import EvaluatorPool
+    from evaluators.fleet.pool import EvaluatorPool
 
     if is_scored(path):
         return [obj for _, obj in iter_jsonl(path)]

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from evaluators import cdn
-from evaluators.browser import APP_URL, BrowserWorker
+from evaluators.sandbox.browser import APP_URL, BrowserWorker
 from evaluators.cdn import CdnMirror, MirrorHit, default_root, install, response_headers
-from evaluators.app_server import is_cdn_url
+from evaluators.sandbox.app_server import is_cdn_url
 from evaluators.config import BrowserConfig
 
 CHROMIUM = Path("/usr/lib/chromium/chromium")
@@ -286,7 +286,7 @@ def test_default_root(monkeypatch, tmp_path):
     monkeypatch.setenv("RCCA_CDN_DIR", str(tmp_path))
     assert default_root() == tmp_path
     monkeypatch.delenv("RCCA_CDN_DIR")
-    assert default_root() == Path(cdn.__file__).resolve().parent.parent / ".cdn"
+    assert default_root() == Path(cdn.__file__).resolve().parents[2] / ".cdn"
 
 
 def test_install_is_idempotent(mirror):

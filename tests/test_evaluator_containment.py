@@ -18,9 +18,9 @@ import time
 import pytest
 
 from benchmarks.proc_cpu import descendants
-from evaluators.browser import BrowserWorker
+from evaluators.sandbox.browser import BrowserWorker
 from evaluators.config import EvalConfig
-from evaluators.pool import make_mirror, score_rows_async
+from evaluators.fleet.pool import make_mirror, score_rows_async
 from evaluators.tasks import parse_task
 from tests.test_evaluator_browser import COUNTER, GOOD
 

@@ -18,7 +18,7 @@ import pytest
 
 from evaluators.config import EvalConfig
 from evaluators.records import dumps_record
-from evaluators.score import score_with_retries
+from evaluators.checks.score import score_with_retries
 from evaluators.tasks import parse_task
 from tests.test_schema import SCHEMA_PATH
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from evaluators.config import EvalConfig
-from evaluators.pool import EvaluatorPool, EvaluatorStartError
+from evaluators.fleet.pool import EvaluatorPool, EvaluatorStartError
 from evaluators.tasks import load_responses, load_tasks
 
 pytestmark = pytest.mark.browser
@@ -165,7 +165,7 @@ def test_ray_scorer_rescores_the_rows_of_a_killed_actor():
     ray = pytest.importorskip("ray")
     import threading
 
-    from evaluators.ray_fleet import RayScorer
+    from evaluators.fleet.ray_fleet import RayScorer
 
     tasks = load_tasks(EXAMPLES / "tasks.jsonl")
     by_model = {r["model"]: r for r in load_responses(EXAMPLES / "responses.jsonl", tasks)}

@@ -10,9 +10,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from evaluators.browser import BrowserWorker
+from evaluators.sandbox.browser import BrowserWorker
 from evaluators.config import EvalConfig
-from evaluators.pool import make_mirror, score_rows_async
+from evaluators.fleet.pool import make_mirror, score_rows_async
 from evaluators.tasks import load_responses, load_tasks, parse_task
 
 pytestmark = pytest.mark.browser

@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from evaluators.browser import APP_URL, BrowserWorker
+from evaluators.sandbox.browser import APP_URL, BrowserWorker
 from evaluators.config import BrowserConfig
 
 pytestmark = pytest.mark.browser

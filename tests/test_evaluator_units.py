@@ -7,13 +7,13 @@ import json
 import pytest
 
 from evaluators.config import BrowserConfig, RewardConfig
-from evaluators.extract import extract_app
-from evaluators.probes import StepFailure, compare
-from evaluators.reward import gated_reward, rubric_reward
-from evaluators.source import check_source, source_diagnostics
-from evaluators.steps import ProbeError, check_probe, js_string
+from evaluators.checks.extract import extract_app
+from evaluators.checks.probes import StepFailure, compare
+from evaluators.checks.reward import gated_reward, rubric_reward
+from evaluators.checks.source import check_source, source_diagnostics
+from evaluators.checks.steps import ProbeError, check_probe, js_string
 from evaluators.tasks import FormatError, load_responses, load_tasks
-from evaluators.textindex import TextIndex
+from evaluators.checks.textindex import TextIndex
 
 DOC = "<!DOCTYPE html>\n<html><body><p>hi</p></body></html>"
 

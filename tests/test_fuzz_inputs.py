@@ -26,13 +26,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from evaluators.config import EvalConfig
-from evaluators.extract import extract_app
+from evaluators.checks.extract import extract_app
 from evaluators.records import dumps_record
-from evaluators.score import score_with_retries
-from evaluators.source import Deadline, SourceTimeout, source_diagnostics
-from evaluators.steps import ProbeError, check_probe
+from evaluators.checks.score import score_with_retries
+from evaluators.checks.source import Deadline, SourceTimeout, source_diagnostics
+from evaluators.checks.steps import ProbeError, check_probe
 from evaluators.tasks import FormatError, load_responses, load_tasks, parse_task
-from evaluators.textindex import scrub_surrogates
+from evaluators.checks.textindex import scrub_surrogates
 from tests.test_evaluator_browser import BASE, TASKS
 from tests.test_schema import SCHEMA_PATH
 

@@ -18,7 +18,7 @@ import time
 import pytest
 
 from evaluators.config import EvalConfig
-from evaluators.pool import EvaluatorPool
+from evaluators.fleet.pool import EvaluatorPool
 from tests.hostile_apps import CONTROL_ID, hostile_apps, hostile_tasks
 from tests.test_evaluator_browser import BASE, COUNTER, GOOD
 from tests.test_evaluator_containment import _Listeners

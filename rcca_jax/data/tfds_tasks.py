@@ -83,7 +83,7 @@ def read_tasks(source: str, num_tasks: int = 32, seed: int = 0) -> list[dict]:
     from evaluators.tasks import iter_jsonl, parse_task
 
     if source == "taskfamily":
-        from rcca_jax.data import taskfamily
+        from evaluators.tasks import family as taskfamily
 
         return taskfamily.generate(num_tasks, seed=seed)
     out, seen = [], set()

@@ -19,7 +19,7 @@ from typing import Iterable
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from rcca_jax.data.taskfamily import reference_response
+from evaluators.tasks.family import reference_response
 
 PAD, EOS, BOS = "<pad>", "<eos>", "<bos>"
 SPECIAL_TOKENS = (PAD, EOS, BOS)  # in id order: the trainer assigns them ids 0, 1, 2

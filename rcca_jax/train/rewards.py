@@ -19,7 +19,7 @@ import numpy as np
 from evaluators.config import EvalConfig
 from evaluators.localize.api import Localizer
 from evaluators.localize.tokens import token_bytes
-from evaluators.pool import EvaluatorPool
+from evaluators.fleet.pool import EvaluatorPool
 from rcca_jax.train.config import EvaluatorConfig
 
 
@@ -203,7 +203,7 @@ class _ScoringActor:
     def score(self, rows: list[dict]) -> list[dict]:
         import asyncio
 
-        from evaluators.pool import score_rows_async
+        from evaluators.fleet.pool import score_rows_async
 
         return asyncio.run(score_rows_async(rows, self.tasks, self.eval_cfg,
                                             localizer=self.localizer))

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from evaluators.extract import extract_app
-from evaluators.source import check_source
-from evaluators.steps import check_probe
+from evaluators.checks.extract import extract_app
+from evaluators.checks.source import check_source
+from evaluators.checks.steps import check_probe
 from evaluators.tasks import load_responses, load_tasks
-from rcca_jax.data import taskfamily as tf
+from evaluators.tasks import family as taskfamily as tf
 from rcca_jax.data import tokenizer as tk
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,7 +112,7 @@ def test_to_fixed_follows_javascript():
 
 
 def test_taskfamily_does_not_import_jax():
-    code = "import sys, rcca_jax.data.taskfamily; assert 'jax' not in sys.modules"
+    code = "import sys, evaluators.tasks.family; assert 'jax' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO, timeout=60)
 
 
@@ -170,7 +170,7 @@ def _with_wrong_id(task: dict) -> str:
 @pytest.mark.browser
 def test_references_score_full_reward_and_broken_ones_do_not(tmp_path):
     from evaluators.config import EvalConfig
-    from evaluators.pool import EvaluatorPool
+    from evaluators.fleet.pool import EvaluatorPool
 
     tasks = tf.generate(len(tf.FAMILIES), seed=5)
     loaded = load_tasks(_write_jsonl(tmp_path / "tasks.jsonl", tasks))

@@ -55,7 +55,7 @@ def test_held_out_split_is_by_task_id_and_disjoint(tmp_path):
 
 
 def test_eval_source_holds_out_its_tasks(tmp_path):
-    from rcca_jax.data import taskfamily
+    from evaluators.tasks import family as taskfamily
 
     tasks = taskfamily.generate(6, seed=2)
     src, held = tmp_path / "all.jsonl", tmp_path / "held.jsonl"

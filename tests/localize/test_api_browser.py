@@ -11,7 +11,7 @@ import pytest
 
 from evaluators.config import EvalConfig
 from evaluators.localize.api import localize_record
-from evaluators.pool import score_rows_async
+from evaluators.fleet.pool import score_rows_async
 from evaluators.tasks import load_responses, load_tasks, parse_task
 
 pytestmark = pytest.mark.browser

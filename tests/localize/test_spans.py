@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from evaluators.extract import extract_app
+from evaluators.checks.extract import extract_app
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import (
     METHODS, localize, merge_spans, ran_functions, similar_names, spans_from_text_evidence,
     subtract_spans,
 )
-from evaluators.source import source_diagnostics
+from evaluators.checks.source import source_diagnostics
 from tests.localize.diags import exception
 
 APP = """Here is the app.

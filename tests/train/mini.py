@@ -3,7 +3,7 @@
 transformers' `save_pretrained` writes random weights (KDA + MLA + MoE layers, MTP off); a
 byte-level BPE trained on task-family texts is saved beside them in the transformers format
 with a chat template, and `generation_config.json` names the EOS id. Tasks and their reference
-answers go to tasks.jsonl and refs.jsonl, as `python -m rcca_jax.data.taskfamily` writes them.
+answers go to tasks.jsonl and refs.jsonl, as `python -m evaluators.tasks.family` writes them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ ARCH = dict(hidden_size=64, intermediate_size=128, moe_intermediate_size=32, num
 
 
 def write_tasks(root: Path, n: int = 24, seed: int = 3) -> tuple[Path, Path, list[dict]]:
-    from rcca_jax.data import taskfamily
+    from evaluators.tasks import family as taskfamily
 
     tasks = taskfamily.generate(n, seed=seed)
     tasks_path, refs_path = root / "tasks.jsonl", root / "refs.jsonl"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rcca_jax.data import taskfamily
+from evaluators.tasks import family as taskfamily
 from rcca_jax.data.tokenizer import train_tokenizer, training_texts
 from rcca_jax.train.config import EvaluatorConfig
 from rcca_jax.train.rewards import FLEETS, Scored

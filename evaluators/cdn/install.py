@@ -1,7 +1,7 @@
 """Installation of the offline CDN mirror (``evaluators.cdn``).
 
 Holds where the mirror lives (``default_root``), the pinned manifest
-(``cdn_packages.json``, read by ``load_manifest``) and ``install``, which puts
+(``packages.json``, read by ``load_manifest``) and ``install``, which puts
 every pinned version under one npm prefix, each under an npm alias
 (``p5__1.4.0``) so that several versions coexist, and stamps the result so a
 repeat call with nothing changed returns at once.
@@ -18,9 +18,9 @@ import subprocess
 from pathlib import Path
 from typing import Optional
 
-from evaluators.cdn_urls import _parse_exact
+from evaluators.cdn.urls import _parse_exact
 
-MANIFEST_PATH = Path(__file__).with_name("cdn_packages.json")
+MANIFEST_PATH = Path(__file__).with_name("packages.json")
 _STAMP_NAME = ".rcca-cdn-stamp"
 _LOCK_NAME = ".rcca-cdn-lock"
 _ALIAS_SEP = "__"
@@ -32,7 +32,7 @@ def default_root() -> Path:
     env = os.environ.get("RCCA_CDN_DIR")
     if env:
         return Path(env).expanduser()
-    return Path(__file__).resolve().parent.parent / ".cdn"
+    return Path(__file__).resolve().parents[2] / ".cdn"
 
 
 # ---- Installation ------------------------------------------------------

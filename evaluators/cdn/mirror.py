@@ -2,9 +2,9 @@
 
 Generated single-file apps pull p5, three, Plotly, MathJax, math.js, ... from
 public CDNs. Evaluation has to be deterministic and offline, so at set-up time
-``install`` puts pinned versions (``cdn_packages.json``) under one npm prefix,
+``install`` puts pinned versions (``packages.json``) under one npm prefix,
 each under an npm alias (``p5__1.4.0``) so that several versions coexist. At
-evaluation time the browser's loopback server (``evaluators.app_server``) asks
+evaluation time the browser's loopback server (``evaluators.sandbox.app_server``) asks
 ``CdnMirror.resolve`` which installed file a CDN URL stands for and serves
 ``CdnMirror.read``.
 
@@ -16,8 +16,8 @@ record it. Unversioned requests get the highest installed version. For p5 that
 is the newest 1.x on purpose: p5 2.x drops APIs (``preload``) that sketches
 written for 1.x rely on, and answers that omit the version were written for 1.x.
 
-URL parsing and version choice live in ``evaluators.cdn_urls``, installation
-in ``evaluators.cdn_install``; this module serves the mirror (``CdnMirror``),
+URL parsing and version choice live in ``evaluators.cdn.urls``, installation
+in ``evaluators.cdn.install``; this module serves the mirror (``CdnMirror``),
 re-exports the public names and is the CLI.
 
 CLI::
@@ -37,10 +37,10 @@ import threading
 from pathlib import Path
 from typing import Optional
 
-from evaluators.cdn_install import (
+from evaluators.cdn.install import (
     _ALIAS_SEP, MANIFEST_PATH, default_root, install, load_manifest,
 )
-from evaluators.cdn_urls import (
+from evaluators.cdn.urls import (
     PLOTLY_LATEST,  # noqa: F401  (re-exported)
     _Installed, _min_variants, _nearest, _parse_exact, _parse_url, _safe_file, _spec_predicate,
     _TAG_RE, MirrorHit,
@@ -219,7 +219,7 @@ def _main(argv: Optional[list[str]] = None) -> int:
     args = parser.parse_args(argv)
     root = args.root if args.root is not None else default_root()
     if args.command == "install":
-        from evaluators.app_server import ensure_certificate  # local: app_server imports us
+        from evaluators.sandbox.app_server import ensure_certificate  # local: app_server imports us
 
         install(root, args.manifest)
         ensure_certificate(root / "tls")  # once here, not raced by workers starting together

@@ -9,7 +9,7 @@ numbers vary between tasks so that it has to read the prompt.
 Pure Python (no JAX): the evaluator, the tokenizer and the tests use it on any machine.
 
 Usage:
-    python -m rcca_jax.data.taskfamily --n 100 --seed 0 \
+    python -m evaluators.tasks.family --n 100 --seed 0 \
         --tasks tasks.jsonl --responses refs.jsonl
 """
 

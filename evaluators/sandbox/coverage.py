@@ -13,9 +13,9 @@ import asyncio
 
 from playwright.async_api import BrowserContext, Page
 
-from evaluators.browser import APP_URL
-from evaluators.extract import Extraction
-from evaluators.textindex import TextIndex
+from evaluators.sandbox.browser import APP_URL
+from evaluators.checks.extract import Extraction
+from evaluators.checks.textindex import TextIndex
 
 
 class Coverage:

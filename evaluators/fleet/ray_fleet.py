@@ -20,7 +20,7 @@ import logging
 import os
 
 from evaluators.config import EvalConfig
-from evaluators.score import error_record, merge
+from evaluators.checks.score import error_record, merge
 from evaluators.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -37,8 +37,8 @@ class _ScoringActor:
         return os.getpid()
 
     async def score(self, rows: list[dict]) -> list[dict]:
-        from evaluators.browser import BrowserWorker
-        from evaluators.pool import make_mirror, score_rows_async
+        from evaluators.sandbox.browser import BrowserWorker
+        from evaluators.fleet.pool import make_mirror, score_rows_async
 
         if self.worker is None:
             self.worker = await BrowserWorker(self.cfg.browser, make_mirror(self.cfg)).start()

@@ -43,7 +43,7 @@ from typing import AsyncIterator
 
 from playwright.async_api import Browser, BrowserContext, CDPSession, Page, async_playwright
 
-from evaluators.app_server import APP_ORIGIN, APP_URL, AppServer, is_cdn_url
+from evaluators.sandbox.app_server import APP_ORIGIN, APP_URL, AppServer, is_cdn_url
 from evaluators.config import BrowserConfig
 
 __all__ = ["APP_ORIGIN", "APP_URL", "BrowserWorker", "EvaluatorFault", "PageWatch", "parse_stack"]

@@ -26,8 +26,8 @@ import tree_sitter_html
 import tree_sitter_javascript
 
 from evaluators.contract import Diagnostic, Reason
-from evaluators.extract import Extraction
-from evaluators.textindex import TextIndex, scrub_surrogates
+from evaluators.checks.extract import Extraction
+from evaluators.checks.textindex import TextIndex, scrub_surrogates
 
 # `type` values that browsers execute as classic or module scripts.
 JS_TYPES = frozenset({

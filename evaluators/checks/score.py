@@ -14,18 +14,18 @@ from typing import NamedTuple
 
 from playwright.async_api import Page
 
-from evaluators.browser import (BrowserWorker, EvaluatorFault, LeftWhileLoading, PageWatch,
+from evaluators.sandbox.browser import (BrowserWorker, EvaluatorFault, LeftWhileLoading, PageWatch,
                                 check_not_killed, load_app, monotonic_ms)
 from evaluators.config import EvalConfig
 from evaluators.contract import SCHEMA_VERSION, Diagnostic, Reason
-from evaluators.coverage import Coverage
-from evaluators.diagnostics import (Frames, caused, error_diagnostic, failure_diagnostic,
+from evaluators.sandbox.coverage import Coverage
+from evaluators.checks.diagnostics import (Frames, caused, error_diagnostic, failure_diagnostic,
                                    link_causes, watch_diagnostics)
-from evaluators.extract import Extraction, extract_app
-from evaluators.probes import ProbeRunner, StepFailure
-from evaluators.reward import gated_reward
-from evaluators.source import Deadline, SourceTimeout, source_diagnostics
-from evaluators.steps import ProbeError, check_probe
+from evaluators.checks.extract import Extraction, extract_app
+from evaluators.checks.probes import ProbeRunner, StepFailure
+from evaluators.checks.reward import gated_reward
+from evaluators.checks.source import Deadline, SourceTimeout, source_diagnostics
+from evaluators.checks.steps import ProbeError, check_probe
 from evaluators.tasks import Rubric, Task
 
 

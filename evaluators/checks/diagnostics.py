@@ -4,13 +4,13 @@ errors, the sandbox's info findings and a probe's failing step (docs/result-reco
 
 from __future__ import annotations
 
-from evaluators.browser import APP_URL, PageWatch
+from evaluators.sandbox.browser import APP_URL, PageWatch
 from evaluators.contract import Diagnostic, JsException, Reason
-from evaluators.extract import Extraction
-from evaluators.probes import StepFailure
-from evaluators.steps import describe_locator, locator_css
+from evaluators.checks.extract import Extraction
+from evaluators.checks.probes import StepFailure
+from evaluators.checks.steps import describe_locator, locator_css
 from evaluators.tasks import Rubric
-from evaluators.textindex import TextIndex
+from evaluators.checks.textindex import TextIndex
 
 
 class Frames:

@@ -39,8 +39,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from evaluators.cdn import CdnMirror, response_headers
-from evaluators.cdn_urls import CDN_HOSTS
-from evaluators.textindex import scrub_surrogates
+from evaluators.cdn.urls import CDN_HOSTS
+from evaluators.checks.textindex import scrub_surrogates
 
 log = logging.getLogger(__name__)
 APP_HOST = "app.rcca.local"

@@ -15,9 +15,9 @@ from typing import Any
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator, Page, expect
 
-from evaluators.browser import LeftWhileLoading, PageWatch, load_app, monotonic_ms
+from evaluators.sandbox.browser import LeftWhileLoading, PageWatch, load_app, monotonic_ms
 from evaluators.contract import Reason
-from evaluators.steps import (INTERACTION_KEYS, ProbeError, describe_locator, js_regex,
+from evaluators.checks.steps import (INTERACTION_KEYS, ProbeError, describe_locator, js_regex,
                               js_string, step_kind)
 
 # Playwright messages that mean the probe's own selector is malformed.

@@ -22,10 +22,10 @@ from multiprocessing import connection as mp_connection
 from multiprocessing.connection import Connection
 from typing import Callable, Iterable, Iterator
 
-from evaluators.browser import BrowserWorker
+from evaluators.sandbox.browser import BrowserWorker
 from evaluators.config import EvalConfig
 from evaluators.localize.api import Localizer, localize_in_worker
-from evaluators.score import error_record, merge, score_with_retries
+from evaluators.checks.score import error_record, merge, score_with_retries
 from evaluators.tasks import Task
 
 log = logging.getLogger(__name__)

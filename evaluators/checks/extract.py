@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from evaluators.textindex import scrub_surrogates
+from evaluators.checks.textindex import scrub_surrogates
 
 # An opening fence: 3+ backticks or tildes, an optional info string that names
 # html (```html, ```HTML, ``` html), up to the end of the line.
