@@ -22,7 +22,7 @@ on a loaded machine those are more often the machine's than the fault's.
 Run:
   python benchmarks/localization.py [--models gemini-2.5-pro claude-sonnet-4-20250514]
       [--tasks 40] [--per-kind 1] [--seeds 0 1] [--limit N] [--pages 3] [--fresh]
-      [--fresh-mutants]
+      [--fresh-mutants] [--no-rules]
 
 Targets (default method ``grounded``): hit@dir >= 70%, hit@dir+ctx >= 90%, w-ratio >= 3.
 With the default ``WeightConfig`` a single diagnostic cannot give more than 3x (``direct``)
@@ -63,6 +63,7 @@ from evaluators.contract import STOPPED, read_record  # noqa: E402
 from evaluators.config import EvalConfig  # noqa: E402
 from evaluators.localize.api import localize_record, weights_from_spans  # noqa: E402
 from evaluators.localize.graph import CodeGraph, build_graph  # noqa: E402
+from evaluators.localize.rules import LocalizeConfig  # noqa: E402
 from evaluators.localize.spans import METHODS, merge_spans  # noqa: E402
 from evaluators.localize.tokens import span_mask, token_char_ranges  # noqa: E402
 from evaluators.fleet.pool import score_rows_async  # noqa: E402
@@ -92,6 +93,8 @@ class BenchConfig:
             seed's batch can serve as a held-out set). fresh: ignore the cache.
         fresh_mutants: score the mutants again but keep the cached originals (after an
             evaluator change, so that the same mutants are compared).
+        rules: print the per-rule hit and ablation table (one more localization of every
+            mutant per rule that blamed anything).
     """
 
     models: tuple[str, ...] = MODELS[:2]
@@ -102,6 +105,7 @@ class BenchConfig:
     seeds: tuple[int, ...] = (0,)
     fresh: bool = False
     fresh_mutants: bool = False
+    rules: bool = True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -357,9 +361,11 @@ def _overlap(span: tuple[int, int], spans: list[tuple[int, int]]) -> int:
     return sum(max(0, min(span[1], e) - max(span[0], s)) for s, e in spans)
 
 
-def measure(rec: dict, task: Task, method: str, ranges: np.ndarray) -> dict:
-    """hit@dir, hit@dir+ctx, precision, dir share and weight ratio of one localized mutant."""
-    out = localize_record(rec, method, task=task)
+def measure(rec: dict, task: Task, method: str, ranges: np.ndarray,
+            rules: LocalizeConfig = LocalizeConfig()) -> dict:
+    """hit@dir, hit@dir+ctx, precision, dir share and weight ratio of one localized mutant,
+    and the rules whose direct blame holds the fault (``rules_hit``)."""
+    out = localize_record(rec, method, task=task, rules=rules)
     counted = [d for d in out["diagnostics"] if d.get("weighted")]
     s_dir = merge_spans(tuple(s) for d in counted for s in d["s_dir"])
     s_all = merge_spans([*s_dir, *(tuple(s) for d in counted for s in d["s_ctx"])])
@@ -372,7 +378,11 @@ def measure(rec: dict, task: Task, method: str, ranges: np.ndarray) -> dict:
     best, _ = weights_from_spans(ranges, [([fault], []) for _ in counted])
     oracle = (best[faulty].sum() / best.sum()) / (faulty.sum() / len(w)) if faulty.any() else 1.0
     ext = rec["extraction"]
-    return {"hit_dir": _inside(fault, s_dir), "hit_all": _inside(fault, s_all),
+    hit = {e["rule"] for d in counted for e in d["evidence"]
+           if e["set"] == "dir" and _overlap(fault, [tuple(e["span"])])}
+    blamed = {e["rule"] for d in counted for e in d["evidence"] if e["set"] == "dir"}
+    return {"rules_hit": hit, "rules_blamed": blamed,
+            "hit_dir": _inside(fault, s_dir), "hit_all": _inside(fault, s_all),
             "precision": _overlap(fault, s_dir) / dir_chars if dir_chars else 0.0,
             "dir_share": dir_chars / max(1, ext["end"] - ext["start"]), "ratio": float(ratio),
             "oracle": float(oracle)}
@@ -397,11 +407,38 @@ def evaluate(mutants: list[dict], tasks: dict[str, Task], tok) -> list[list]:
             ms = per.get((kind, method))
             if not ms:
                 continue
-            mean = {k: statistics.fmean(float(m[k]) for m in ms) for k in ms[0]}
+            mean = {k: statistics.fmean(float(m[k]) for m in ms) for k in ms[0]
+                    if not k.startswith("rules_")}
             rows.append([kind, method, len(ms), f"{mean['hit_dir']:.0%}",
                          f"{mean['hit_all']:.0%}", f"{mean['precision']:.3f}",
                          f"{mean['dir_share']:.0%}", f"{mean['ratio']:.2f}x",
                          f"{mean['oracle']:.2f}x"])
+    return rows
+
+
+def rule_rows(mutants: list[dict], tasks: dict[str, Task], tok) -> list[list]:
+    """Per rule (grounded): mutants where it blamed something directly, mutants where its
+    direct blame overlaps the fault, and ALL's hit@dir, hit@dir+ctx and w-ratio with the rule
+    switched off (ablation; the base row first)."""
+    ranges = [token_char_ranges(rec["response"], tok) for rec in mutants]
+
+    def run_all(rules: LocalizeConfig) -> list[dict]:
+        return [measure(rec, tasks[rec["task_id"]], "grounded", r, rules)
+                for rec, r in zip(mutants, ranges)]
+
+    def summary(ms: list[dict]) -> list[str]:
+        n = max(1, len(ms))
+        return [f"{sum(m['hit_dir'] for m in ms) / n:.0%}",
+                f"{sum(m['hit_all'] for m in ms) / n:.0%}",
+                f"{statistics.fmean(m['ratio'] for m in ms) if ms else 0:.2f}x"]
+
+    base = run_all(LocalizeConfig())
+    rows = [["(all rules on)", "", "", *summary(base)]]
+    used = sorted({r for m in base for r in m["rules_blamed"]} - {""})
+    for rule_id in used:
+        blamed = sum(rule_id in m["rules_blamed"] for m in base)
+        hits = sum(rule_id in m["rules_hit"] for m in base)
+        rows.append([rule_id, blamed, hits, *summary(run_all(LocalizeConfig({rule_id})))])
     return rows
 
 
@@ -445,6 +482,11 @@ def run(cfg: BenchConfig) -> None:
         by_kind[k][1] += caught(m)
     print("\nmutants caught / made: " + ", ".join(f"{k} {c}/{n}" for k, (n, c) in
                                                   by_kind.items()))
+    if cfg.rules:
+        print("\nPer rule (grounded, ALL): mutants it blamed directly, mutants whose fault its "
+              "direct blame overlaps, and the figures with it switched off\n")
+        print(table(["rule", "blamed", "hits", "hit@dir off", "hit@dir+ctx off", "w-ratio off"],
+                    rule_rows(kept, tasks, tok)))
     med, med20, n20 = speed(kept, tasks, tok)
     print(f"speed (grounded, CPU time): median {med:.1f} ms per record, {med20:.1f} ms for the "
           f"{n20} records of 15-25 KB")
@@ -462,9 +504,11 @@ def main() -> None:
     ap.add_argument("--fresh", action="store_true", help="ignore the score cache")
     ap.add_argument("--fresh-mutants", action="store_true",
                     help="score the mutants again, keep the cached originals")
+    ap.add_argument("--no-rules", action="store_true",
+                    help="skip the per-rule hit and ablation table")
     a = ap.parse_args()
     run(BenchConfig(tuple(a.models), a.tasks, a.per_kind, a.limit, a.pages, tuple(a.seeds),
-                    a.fresh, a.fresh_mutants))
+                    a.fresh, a.fresh_mutants, not a.no_rules))
 
 
 if __name__ == "__main__":

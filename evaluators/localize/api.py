@@ -16,6 +16,7 @@ import numpy as np
 
 from evaluators.contract import read_record
 from evaluators.localize.graph import build_graph, find_html_region
+from evaluators.localize.rules import LocalizeConfig
 from evaluators.localize.spans import LOCALIZED_KINDS, Localization, localize
 from evaluators.localize.tokens import span_mask, token_char_ranges
 from evaluators.localize.weights import WeightConfig, base_weights
@@ -69,7 +70,8 @@ def _region(record: dict) -> Span:
     return find_html_region(response)
 
 
-def localize_diagnostics(record: dict, method: str = "grounded", task=None) -> list[dict]:
+def localize_diagnostics(record: dict, method: str = "grounded", task=None,
+                         rules: LocalizeConfig = LocalizeConfig()) -> list[dict]:
     """The record's diagnostics, each localizable one with ``s_dir``, ``s_ctx``,
     ``evidence`` and ``weighted`` (``counts_for_weights``) added (copies; the record is
     not changed)."""
@@ -83,7 +85,7 @@ def localize_diagnostics(record: dict, method: str = "grounded", task=None) -> l
     probes = _probes(task)
     for d in todo:
         loc = (localize(graph, _with_probe_coverage(d, diagnostics), method,
-                        probes.get(d.get("rubric_id")))
+                        probes.get(d.get("rubric_id")), rules)
                if graph is not None else Localization())
         d.update(loc.fields())
         d["weighted"] = counts_for_weights(record, d)
@@ -144,7 +146,7 @@ def weights_from_spans(ranges: np.ndarray, spans: Sequence[tuple[Sequence, Seque
 
 def localize_record(record: dict, method: str = "grounded", tokenizer=None,
                     token_ids: Sequence[int] | None = None, cfg: WeightConfig = WeightConfig(),
-                    task=None) -> dict:
+                    task=None, rules: LocalizeConfig = LocalizeConfig()) -> dict:
     """Localizes a scored record and, with a tokenizer, weighs its tokens.
 
     Args:
@@ -157,6 +159,7 @@ def localize_record(record: dict, method: str = "grounded", tokenizer=None,
         cfg: The weights.
         task: The record's ``tasks.Task`` (or task dict), optional: its probes let a failed
             ``assert`` step be traced to the elements it compared.
+        rules: Which localization rules are switched off (``rules.LocalizeConfig``).
 
     Returns:
         A shallow copy of the record whose localizable diagnostics carry ``s_dir``, ``s_ctx``
@@ -168,7 +171,7 @@ def localize_record(record: dict, method: str = "grounded", tokenizer=None,
         KeyError: unknown method. ValueError: the tokens do not decode to the response.
     """
     out = dict(record)
-    out["diagnostics"] = localize_diagnostics(record, method, task)
+    out["diagnostics"] = localize_diagnostics(record, method, task, rules)
     out["localization"] = {"method": method}
     if tokenizer is not None:
         ids = token_ids if token_ids is not None else record.get("token_ids")
@@ -193,6 +196,7 @@ class Localizer:
     tokenizer: Any
     method: str = "grounded"
     weights: WeightConfig = WeightConfig()
+    rules: LocalizeConfig = LocalizeConfig()
 
     def __call__(self, record: dict, token_ids: Sequence[int], task=None) -> dict:
         """The localized record; a record that cannot be (tokens that do not decode to its
@@ -201,7 +205,7 @@ class Localizer:
             return record
         try:
             return localize_record(record, self.method, self.tokenizer, token_ids, self.weights,
-                                   task)
+                                   task, self.rules)
         except Exception as e:  # noqa: BLE001 - the localizer's failure, never the model's
             return {**record, "localization": {"method": self.method,
                                                "error": f"{type(e).__name__}: {e}"[:500]}}

@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Callable
 
 from evaluators.localize.graph import CodeGraph
+from evaluators.localize.rules import RULES, LocalizeConfig, Rule
 from evaluators.localize.spans_common import (
     _Case, Localization, merge_spans, ran_functions, resolve_locator, similar_names,
     subtract_spans,
@@ -45,7 +46,8 @@ from evaluators.localize.spans_probe import (
     _probe_grounded, _probe_naive, _probe_text,
 )
 
-__all__ = ["LOCALIZED_KINDS", "METHODS", "Localization", "localize", "merge_spans",
+__all__ = ["LOCALIZED_KINDS", "METHODS", "RULES", "LocalizeConfig", "Localization", "Rule",
+           "localize", "merge_spans",
            "ran_functions", "resolve_locator", "similar_names", "spans_from_text_evidence",
            "subtract_spans"]
 
@@ -67,7 +69,7 @@ METHODS: dict[str, _Rules] = {"text": _TEXT_RULES, "grounded": _GROUNDED_RULES,
 
 
 def localize(graph: CodeGraph, diagnostic: dict, method: str = "grounded",
-             probe: dict | None = None) -> Localization:
+             probe: dict | None = None, cfg: LocalizeConfig = LocalizeConfig()) -> Localization:
     """S_dir, S_ctx and evidence of one diagnostic.
 
     Args:
@@ -76,6 +78,7 @@ def localize(graph: CodeGraph, diagnostic: dict, method: str = "grounded",
         method: A key of ``METHODS``.
         probe: The probe of the diagnostic's rubric, when known: lets a failed ``assert``
             find the elements whose saved readings it compared.
+        cfg: Which rules are switched off (`rules.LocalizeConfig`).
 
     Returns:
         The localization; empty for kinds that are not localized (info, ``no_app``).
@@ -86,6 +89,6 @@ def localize(graph: CodeGraph, diagnostic: dict, method: str = "grounded",
     rule = METHODS[method].get(diagnostic.get("kind"))
     if rule is None:
         return Localization()
-    c = _Case(graph, diagnostic, probe)
+    c = _Case(graph, diagnostic, probe, cfg.validate())
     rule(c)
     return c.result()

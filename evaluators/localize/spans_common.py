@@ -19,6 +19,7 @@ from typing import Iterable, Sequence
 from evaluators.contract import Reason
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Element, ElementWrite, Span
+from evaluators.localize.rules import LocalizeConfig
 
 _TEXT = frozenset(("textContent", "innerHTML", "innerText", "outerHTML", "children"))
 _SHOWN = frozenset(("style", "classList", "className", "hidden", "attribute:hidden",
@@ -94,6 +95,7 @@ class _Item:
     why: str
     by: str
     fn: int | None  # the function whose running the item depends on; None: not narrowed
+    rule: str = ""  # id of the rule (evaluators.localize.rules) that blamed it
 
 
 def merge_spans(spans: Iterable[Span]) -> list[Span]:
@@ -129,17 +131,21 @@ def subtract_spans(spans: Sequence[Span], holes: Sequence[Span]) -> list[Span]:
 class _Case:
     """One diagnostic being localized: the graph, the facts, and the blame collected."""
 
-    def __init__(self, graph: CodeGraph, diagnostic: dict, probe: dict | None):
+    def __init__(self, graph: CodeGraph, diagnostic: dict, probe: dict | None,
+                 cfg: LocalizeConfig = LocalizeConfig()):
         self.g = graph
         self.d = diagnostic
         self.probe = probe
+        self.cfg = cfg
+        self.rules: list[str] = []  # the registered rules running now, innermost last
         self.items: list[_Item] = []
         self.failure: _Failure | None = None  # set by the probe-failure rules
 
     def add(self, which: str, span: Span | None, why: str, by: str = "graph",
             fn: int | None = None) -> None:
         if span is not None and span[1] > span[0]:
-            self.items.append(_Item(which, (int(span[0]), int(span[1])), why, by, fn))
+            self.items.append(_Item(which, (int(span[0]), int(span[1])), why, by, fn,
+                                    self.rules[-1] if self.rules else ""))
 
     def function(self, which: str, index: int | None, why: str, by: str = "graph",
                  near: int | None = None) -> None:
@@ -185,7 +191,8 @@ class _Case:
         for i, s in clip:
             if s[1] > s[0] and (i.set, s) not in seen:
                 seen.add((i.set, s))
-                evidence.append({"span": list(s), "set": i.set, "why": i.why, "by": i.by})
+                evidence.append({"span": list(s), "set": i.set, "why": i.why, "by": i.by,
+                                 "rule": i.rule})
         return Localization(tuple(s_dir), tuple(s_ctx), tuple(evidence))
 
 

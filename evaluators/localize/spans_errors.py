@@ -18,6 +18,7 @@ from __future__ import annotations
 import difflib
 import re
 
+from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span
 from evaluators.contract import UNCAUGHT
@@ -62,6 +63,7 @@ def _statement_head(g: CodeGraph, offset: int) -> Span | None:
     return stmt
 
 
+@rule("errors.null_sources")
 def _null_sources(c: _Case, stmt: Span, by: str) -> None:
     """A null/undefined read at ``stmt``: a query for an element that does not exist."""
     if not exception_of(c.d).get("null_read"):
@@ -83,6 +85,7 @@ def _null_sources(c: _Case, stmt: Span, by: str) -> None:
                             by)
 
 
+@rule("errors.runaway_recursion")
 def _runaway_recursion(c: _Case, top: int, by: str) -> None:
     """``Maximum call stack size exceeded`` in a function that calls itself: its base case
     did not stop it. The ``if`` of the function that returns on a test of a parameter (the
@@ -112,6 +115,7 @@ def _runaway_recursion(c: _Case, top: int, by: str) -> None:
                 unset_state_at(c, stmt, [call.span[0]], by)
 
 
+@rule("errors.missing_argument")
 def _missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> None:
     """A null read of a parameter of the top frame's function: its caller passed no value.
     The call on the next frame, or with no in-app frame below, the registrations of the
@@ -153,6 +157,7 @@ def _loop_heads(g: CodeGraph, offset: int, scope: Span) -> list[Span]:
     return out
 
 
+@rule("errors.undefined_items")
 def _undefined_items(c: _Case, stmt: Span, by: str) -> None:
     """``Cannot read properties of undefined (reading 'k')`` at ``a[i].k`` (or ``a[i][j]``):
     an item of the array ``a`` that was never filled, or an index past its end (a loop
@@ -207,6 +212,7 @@ def reachable_functions(g: CodeGraph) -> set[int]:
     return found
 
 
+@rule("errors.unreached_writers")
 def _unreached_writers(c: _Case, stmt: Span, stack: list[int], by: str) -> None:
     """A null read of state that only code nothing can run sets (``init`` that no load
     handler calls any more): the start-up bindings that should run it are blamed, the code
@@ -250,6 +256,7 @@ def _roots_above(g: CodeGraph, functions: set[int], depth: int = 4) -> set[int]:
     return roots | frontier
 
 
+@rule("errors.named_in_message")
 def _named_in_message(c: _Case, by: str) -> None:
     """``x is not defined`` / ``not a function``: declarations with a similar name."""
     name = exception_of(c.d).get("unbound_name")
@@ -270,6 +277,7 @@ def _named_in_message(c: _Case, by: str) -> None:
             c.add("ctx", v.decl, f"{v.name} is named like the missing {name}", by)
 
 
+@rule("errors.library_arguments")
 def _library_arguments(c: _Case, stmt: Span, by: str) -> None:
     """An exception raised inside a library: what the app's statement handed it.
 
@@ -292,6 +300,7 @@ def _library_arguments(c: _Case, stmt: Span, by: str) -> None:
                     f"library call receives ({q.argument!r})", q.function, by)
 
 
+@rule("errors.shared_elements")
 def _shared_elements(c: _Case, handed: list, by: str) -> None:
     """Other lookups of an element handed to a failing library, stored under the name of a
     different element (``canvas2D = getElementById('canvas-3d')``): the code using that
@@ -309,6 +318,7 @@ def _shared_elements(c: _Case, handed: list, by: str) -> None:
                         "library", q.function, by)
 
 
+@rule("errors.local_arguments")
 def _local_arguments(c: _Case, stmt: Span, by: str) -> None:
     """The nearest definitions, in the same function, of the local variables a statement
     hands a library that failed on them (``const i = (j - 2) % 3`` for ``fill(colors[i])``)."""
@@ -330,6 +340,7 @@ def _local_arguments(c: _Case, stmt: Span, by: str) -> None:
                   "receives", by)
 
 
+@rule("errors.thrown_values")
 def _thrown_values(c: _Case) -> None:
     """An exception without a stack (``throw 1``, ``throw "x"``): the app's ``throw``s.
 
@@ -371,6 +382,7 @@ def _throw_matches(expr: str, said: set[str]) -> bool:
     return False
 
 
+@rule("errors.page_error_stack")
 def _page_error_stack(c: _Case) -> None:
     frames = [f for f in c.d.get("frames") or ()
               if f.get("in_app") and isinstance(f.get("offset"), int)]
@@ -395,6 +407,7 @@ def _page_error_stack(c: _Case) -> None:
     _named_in_message(c, "stack")
 
 
+@rule("errors.page_error_text")
 def _page_error_text(c: _Case) -> None:
     excerpt = (c.d.get("excerpt") or "").strip()
     lo, hi = c.g.region
@@ -420,6 +433,7 @@ def _page_error_text(c: _Case) -> None:
     _named_in_message(c, "text")
 
 
+@rule("errors.page_error_naive")
 def _page_error_naive(c: _Case) -> None:
     frames = [f for f in c.d.get("frames") or () if isinstance(f.get("offset"), int)]
     if frames:
@@ -443,6 +457,7 @@ def _syntax_span(c: _Case) -> Span | None:
     return s, e
 
 
+@rule("errors.syntax_error")
 def _syntax_error(c: _Case) -> None:
     span = _syntax_span(c)
     if span is None:
@@ -454,6 +469,7 @@ def _syntax_error(c: _Case) -> None:
     c.add("ctx", around, "statement around the syntax error")
 
 
+@rule("errors.syntax_naive")
 def _syntax_naive(c: _Case) -> None:
     span = _syntax_span(c)
     if span is not None:
@@ -462,12 +478,14 @@ def _syntax_naive(c: _Case) -> None:
               "code around the syntax error")
 
 
+@rule("errors.runtime_failure")
 def _runtime_failure(c: _Case) -> None:
     """Hangs and crashes: loops that cannot end, then other ``while`` loops."""
     if c.d.get("reason") not in {r.value for r in UNCAUGHT}:
         _loops(c)  # an exception's own page_error diagnostic carries its location
 
 
+@rule("errors.loops")
 def _loops(c: _Case) -> None:
     for s, e in c.g.statements:
         head = c.g.text[s:min(e, s + 40)]

@@ -14,6 +14,7 @@ the value the probe read then, though one may have run at load and left state be
 
 from __future__ import annotations
 
+from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.spans_common import (
     _CHECK_WRITES, _bindings_for, _Case, _Failure, _norm, _write_key, _write_keys, _writes,
@@ -139,6 +140,7 @@ def _demote_skipped(c: _Case, sliced: dict[int, str], seeds: dict[int, str]) -> 
     return idle
 
 
+@rule("flow.narrow_to_slice", off=False)
 def narrow_to_slice(c: _Case, f: _Failure, ran: set[int]) -> bool:
     """Blames the slice of X's writes that ran (or, when none ran during the probe, of
     those made while the page loaded: X still shows their value); True when there was one.
@@ -187,6 +189,7 @@ def narrow_to_slice(c: _Case, f: _Failure, ran: set[int]) -> bool:
     return True
 
 
+@rule("flow.replace_long_functions")
 def replace_long_functions(c: _Case, touched: set) -> None:
     """Drops whole-function blame of the long functions in ``touched``, whose statements a
     slice blamed instead. A short function stays whole (a missing statement hides in it

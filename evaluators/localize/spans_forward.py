@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 
+from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.spans_common import (
     _bindings_for, _Case, _describe, _Failure, name_words, neighbour_statement,
@@ -72,6 +73,7 @@ def _plain_defs(g: CodeGraph, k: int) -> set[int]:
     return out
 
 
+@rule("forward.follow_actor_value", off=False)
 def follow_actor_value(c: _Case, f: _Failure, ran: set[int]) -> bool:
     """For a failure that compared readings (a canvas snapshot, an evaluated value) after an
     action, blames the statements that read Y's value and those its value reaches, in
@@ -130,6 +132,7 @@ def _value_definitions(g: CodeGraph, k: int, after: bool) -> list[tuple[int, int
     return out
 
 
+@rule("forward.dead_value")
 def _dead_value(c: _Case, k: int, actor: str, allowed) -> None:
     """A variable statement ``k`` defines from Y's value that nothing uses: the first uses of
     the values defined beside it (those named most like it), and the statement just before

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 
 from evaluators.contract import Reason
+from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Element, EventBinding, Span
 from evaluators.localize.spans_common import (
@@ -53,6 +54,7 @@ def _html_of(e: Element) -> Span:
     return e.span if not e.children and e.span[1] - e.span[0] <= 400 else e.start_tag
 
 
+@rule("probe.binding")
 def _binding(c: _Case, b: EventBinding, which: str, what: str) -> None:
     """The binding (registration) and its handler function, as separate items."""
     why = f"handler bound to {what} ({b.kind} '{b.event}')"
@@ -68,6 +70,7 @@ def _binding(c: _Case, b: EventBinding, which: str, what: str) -> None:
         c.add(which, loop, f"loop that binds the handler of {what}")
 
 
+@rule("probe.actor_handlers")
 def _actor_handlers(c: _Case, f: _Failure, which: str) -> None:
     what = _describe(c.g, f.actors, f.actor_label)
     bindings = _bindings_for(c.g, f.actors, f.action)
@@ -83,6 +86,7 @@ def _actor_handlers(c: _Case, f: _Failure, which: str) -> None:
             _binding(c, b, "ctx", b.global_target or b.target_text[:40])
 
 
+@rule("probe.css_rules")
 def _css_rules(c: _Case, f: _Failure) -> None:
     check, name = f.checks[0]
     if check == "class":
@@ -118,6 +122,7 @@ def _hides(d) -> bool:
         "hidden", "collapse")) or (prop == "opacity" and re.fullmatch(r"0*\.?0*%?", value)))
 
 
+@rule("probe.hiding_ancestors")
 def _hiding_ancestors(c: _Case, start: int | None, check: str, what: str) -> None:
     """Rules of ``start`` and its ancestors that can hide what they contain.
 
@@ -142,6 +147,7 @@ def _class_names(expected) -> list[str]:
     return [w for w in re.findall(r"[A-Za-z_][-\w]*", text.replace("\\b", " ")) if len(w) > 1]
 
 
+@rule("probe.element_html")
 def _element_html(c: _Case, f: _Failure, writes: bool) -> None:
     """Attributes of X that hold the checked state, and X's HTML."""
     what = _describe(c.g, f.targets, f.label)
@@ -158,6 +164,7 @@ def _element_html(c: _Case, f: _Failure, writes: bool) -> None:
         c.add("dir" if leaf_text else "ctx", _html_of(e), f"HTML of the checked {what}")
 
 
+@rule("probe.failed_check")
 def _failed_check(c: _Case, f: _Failure) -> None:
     """A check on X failed (wrong text, value, class, style...) after an action on Y."""
     what = _describe(c.g, f.targets, f.label)
@@ -195,6 +202,7 @@ def _js_mentions(g: CodeGraph, name: str, limit: int = 8) -> list[Span]:
     return out
 
 
+@rule("probe.missing_element")
 def _missing_element(c: _Case, f: _Failure) -> None:
     """No element matched X's locator: blame where it is created, named or looked up."""
     g = c.g
@@ -235,6 +243,7 @@ def _missing_element(c: _Case, f: _Failure) -> None:
     _actor_handlers(c, f, "ctx")
 
 
+@rule("probe.ancestors_replaced")
 def _ancestors_replaced(c: _Case, targets, what: str) -> None:
     """X is in the HTML but gone when the probe ran: the writes that replace the whole
     content of one of its ancestors above the parent (``main.innerHTML = ...``, through a
@@ -253,6 +262,7 @@ def _ancestors_replaced(c: _Case, targets, what: str) -> None:
             at = g.elements[at].parent
 
 
+@rule("probe.missing_container")
 def _missing_container(c: _Case, f: _Failure, what: str) -> None:
     """The containers a missing element's locator names: their HTML and lookups as context,
     and, when nothing else was blamed, the code that renders into them."""
@@ -273,6 +283,7 @@ def _missing_container(c: _Case, f: _Failure, what: str) -> None:
                             _fn_at(c.g, s[0]))
 
 
+@rule("probe.context")
 def _context(c: _Case, ran: set[int] | None = None) -> None:
     """Callees, call sites and program state of the functions blamed directly.
 
@@ -300,6 +311,7 @@ def _context(c: _Case, ran: set[int] | None = None) -> None:
                         c.statement("ctx", w, f"writes state {v.name} used by {name}", None)
 
 
+@rule("probe.naive_queries")
 def _naive_queries(c: _Case, f: _Failure, why: str) -> None:
     elements = set(f.targets) or set(f.actors)
     names = set(f.names) if f.targets or not f.actors else set(f.actor_names)
@@ -312,11 +324,13 @@ def _naive_queries(c: _Case, f: _Failure, why: str) -> None:
                 c.function("dir", q.function, why)
 
 
+@rule("probe.probe_text")
 def _probe_text(c: _Case) -> None:
     _probe_rules(c)
     _context(c)
 
 
+@rule("probe.probe_rules")
 def _probe_rules(c: _Case) -> None:
     """The text rules of a probe failure, without the context of what they blamed."""
     f = _failure(c.g, c.d, c.probe)
@@ -331,6 +345,7 @@ def _probe_rules(c: _Case) -> None:
         _naive_queries(c, f, "fallback: the function looking up the failing element")
 
 
+@rule("probe.probe_naive")
 def _probe_naive(c: _Case) -> None:
     _naive_queries(c, _failure(c.g, c.d, c.probe), "function querying the failing element")
 
@@ -397,6 +412,7 @@ def _ground(c: _Case) -> set[int] | None:
     return ran or None
 
 
+@rule("probe.nothing_ran")
 def _nothing_ran(c: _Case) -> None:
     """An action ran no code at all: its handler was never bound, so blame the wiring (the
     registrations and the start-up code that should have made them), not the handlers."""
@@ -415,6 +431,7 @@ def _nothing_ran(c: _Case) -> None:
             c.function("ctx", fn.index, "start-up function", "coverage")
 
 
+@rule("probe.probe_grounded")
 def _probe_grounded(c: _Case) -> None:
     _probe_rules(c)
     ran = _ground(c)

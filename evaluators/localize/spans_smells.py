@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import DomQuery
 from evaluators.localize.spans_common import _Case, _describe
@@ -46,6 +47,7 @@ def _bad_reads(g: CodeGraph, q: DomQuery) -> list[tuple[int, str]]:
     return out
 
 
+@rule("smells.blame_definite_bugs")
 def blame_definite_bugs(c: _Case, ran: set[int] | None) -> None:
     """Blames value reads of elements without a value in functions that ran (``ran``, from
     coverage) or at load (top-level code), and moves whole-function blame of those functions

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 
+from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span, StateVar
 from evaluators.localize.spans_common import _Case, _fn_at, exception_of
@@ -114,6 +115,7 @@ def _siblings(g: CodeGraph, unset: list[StateVar]) -> list[StateVar]:
     return out
 
 
+@rule("unset.sibling_runs")
 def _sibling_runs(c: _Case, unset: list[StateVar], frames: dict, names: str, by: str) -> None:
     """The run of statements assigning the siblings in each function, gaps included, and the
     statements just before and after it: where the missing assignment belongs. In a function
@@ -160,6 +162,7 @@ def _first_read(g: CodeGraph, reads: list[int], fn: int | None, before: int,
     return None
 
 
+@rule("unset.earlier_reads")
 def _earlier_reads(c: _Case, unset: list[StateVar], offsets: list[int], names: str,
                    by: str) -> None:
     """The first read of the unset state on the path, before the failing one, that did not
@@ -186,6 +189,7 @@ def _earlier_reads(c: _Case, unset: list[StateVar], offsets: list[int], names: s
         return
 
 
+@rule("unset.unset_state")
 def _unset_state(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
     """A null read of state that no code sets: where the missing assignment belongs.
 
@@ -200,6 +204,7 @@ def _unset_state(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
         unset_state_at(c, stmt, offsets, by)
 
 
+@rule("unset.unset_state_at")
 def unset_state_at(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
     """``_unset_state`` for a statement known to have read a missing value (a null read, or
     the arguments that started a recursion that never ended)."""
@@ -230,6 +235,7 @@ def unset_state_at(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
             _start_up_before(c, fn, off, names, by)
 
 
+@rule("unset.start_up_before")
 def _start_up_before(c: _Case, fn: int, off: int, names: str, by: str) -> None:
     """The statements of a start-up function (``setup``, ``init``) that ran before its
     frame's statement, nearest first up to ``_RUN_LIMIT`` characters: state is set there,
@@ -251,6 +257,7 @@ def _start_up_before(c: _Case, fn: int, off: int, names: str, by: str) -> None:
                   f"{g.functions[fn].name}) and does not set it", by)
 
 
+@rule("unset.unconsumed_locals")
 def _unconsumed_locals(c: _Case, fn: int, before: int, names: str, by: str) -> None:
     """Locals of a function on the stack that are built (``shape.lineTo(...)``) and then never
     used (never passed, returned, assigned or read for a property) before its frame: the use

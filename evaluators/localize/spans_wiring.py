@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 
+from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span
 from evaluators.localize.spans_common import (
@@ -41,6 +42,7 @@ def _loop_head(g: CodeGraph, span: Span) -> Span | None:
     return None
 
 
+@rule("wiring.dangling_queries")
 def _dangling_queries(c: _Case, f: _Failure) -> None:
     """Queries for an id or class no element has, named like the element the probe wanted."""
     wanted = [n for n in f.names + f.actor_names]
@@ -78,6 +80,7 @@ def _named_with_words_of(g: CodeGraph, var: str, looked_up: str, wanted) -> int 
                  and words <= set(name_words(n))), None)
 
 
+@rule("wiring.misdirected_queries")
 def _misdirected_queries(c: _Case, f: _Failure) -> None:
     """Lookups stored in a variable named after one element that return another
     (``const btn2D = document.getElementById('canvas-3d')``), when the variable is named like
@@ -127,6 +130,7 @@ def _stem(ident: str | None) -> str:
     return re.sub(r"[-_]?[^-_]*$", "", ident or "")
 
 
+@rule("wiring.unbound_actor")
 def _unbound_actor(c: _Case, f: _Failure) -> None:
     """Y has no handler while elements like it do: the registrations that should cover it."""
     g = c.g
@@ -154,6 +158,7 @@ def _unbound_actor(c: _Case, f: _Failure) -> None:
     _self_writers_bound_elsewhere(c, f, events)
 
 
+@rule("wiring.self_writers_bound_elsewhere")
 def _self_writers_bound_elsewhere(c: _Case, f: _Failure, events: frozenset[str]) -> None:
     """Y has no handler and the probe checks Y itself (``active`` after a click): handlers
     bound to other elements that do that to their own element (``this.classList.add``) are
@@ -183,6 +188,7 @@ def _callers_of(g: CodeGraph, fns: set[int], depth: int = 3) -> set[int]:
     return found
 
 
+@rule("wiring.writers_bound_elsewhere")
 def _writers_bound_elsewhere(c: _Case, f: _Failure, events: frozenset[str]) -> None:
     """Y has no handler, yet handlers bound to other elements update X: one of those
     registrations may name the wrong element (the one meant for Y)."""
@@ -199,6 +205,7 @@ def _writers_bound_elsewhere(c: _Case, f: _Failure, events: frozenset[str]) -> N
                   f"{_describe(g, f.actors)} has none")
 
 
+@rule("wiring.expected_written_elsewhere")
 def _expected_written_elsewhere(c: _Case, f: _Failure, keys, ran: set[int], what: str) -> None:
     """Code that ran wrote the very value the probe expected on X (``.value = 0.5`` for an
     expected ``0.5``) to another element: that write may have been meant for X."""

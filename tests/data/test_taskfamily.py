@@ -14,7 +14,7 @@ from evaluators.checks.extract import extract_app
 from evaluators.checks.source import check_source
 from evaluators.checks.steps import check_probe
 from evaluators.tasks import load_responses, load_tasks
-from evaluators.tasks import family as taskfamily as tf
+from evaluators.tasks import family as tf
 from rcca_jax.data import tokenizer as tk
 
 REPO = Path(__file__).resolve().parents[2]

@@ -47,3 +47,8 @@ def page_error(message: str, frames: list[dict], **kw) -> dict:
     return {"kind": "page_error", "reason": "uncaught_at_load", "stage": "runtime",
             "severity": "severe", "rubric_id": None, "message": message,
             "exception": exception(message), "frames": frames, **kw}
+
+
+def plain(evidence) -> list[dict]:
+    """Evidence items without the id of the rule that added them (``rule``)."""
+    return [{k: v for k, v in e.items() if k != "rule"} for e in evidence]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from tests.localize.diags import plain
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import localize, merge_spans
 from evaluators.localize.spans_flow import load_functions
@@ -138,7 +139,7 @@ def test_grounded_blame_is_narrowed_to_the_slice_of_the_write():
         span("document.getElementById('go').addEventListener('click', update)", LONG)]))
     assert not any(s <= update[0] and update[1] <= e for s, e in loc.s_ctx)  # replaced
     assert {"span": list(span("const x = mode * 7;", LONG)), "set": "dir",
-            "why": "sets x, which the slice reads", "by": "flow"} in loc.evidence
+            "why": "sets x, which the slice reads", "by": "flow"} in plain(loc.evidence)
 
 
 def test_script_made_element_is_sliced_from_what_fills_its_container():
@@ -225,7 +226,7 @@ def test_slice_statements_in_blocks_that_did_not_run_are_context():
         assert span(ran, BRANCHY) in loc.s_dir
     assert {"span": list(span("steps.push('estimate: ' + 3 * 4);", BRANCHY)), "set": "ctx",
             "why": "sets steps, which the slice reads; in a block that did not run during the "
-                   "probe", "by": "coverage"} in loc.evidence
+                   "probe", "by": "coverage"} in plain(loc.evidence)
     # When the checked write itself sits in a skipped block, it stays blamed.
     diag["coverage"]["skipped"] = [[span("out.textContent", BRANCHY)[0] - 1,
                                     span("steps.join(' ');", BRANCHY)[1]]]

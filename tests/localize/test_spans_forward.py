@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import localize
-from tests.localize.diags import probe_failure, ran, span
+from tests.localize.diags import plain, probe_failure, ran, span
 
 PROBE = {"steps": [{"save": "before", "from": "#c", "read": "screenshot"},
                    {"do": "fill", "locator": "#rx", "value": "30"},
@@ -89,7 +89,7 @@ def test_a_value_read_from_the_input_that_nothing_uses_blames_where_its_siblings
     assert use in loc.s_dir and before in loc.s_dir
     assert {"span": list(use), "set": "dir", "by": "flow",
             "why": "uses zDeg, read beside xDeg (from the value of #rx), which nothing uses: "
-                   "its use is missing here"} in loc.evidence
+                   "its use is missing here"} in plain(loc.evidence)
     # The drawing before the reads is not blamed.
     assert not any(s <= span("ctx.strokeRect", text)[0] < e for s, e in loc.s_dir)
     # With xDeg used, nothing is blamed for a missing use.

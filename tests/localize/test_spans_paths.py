@@ -9,7 +9,7 @@ import re
 
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import localize, similar_names
-from tests.localize.diags import exception, probe_failure, span
+from tests.localize.diags import plain, exception, probe_failure, span
 
 NULL_READ = "uncaught TypeError: Cannot read properties of undefined (reading '{}')"
 
@@ -108,7 +108,7 @@ def test_state_set_only_by_code_nothing_runs_blames_the_start_up_binding():
     assert loc.s_dir == (span("camera.aspect = 2;", text), binding)
     assert {"span": list(g.functions_named("init")[0].span), "set": "ctx", "by": "stack",
             "why": "sets camera (itself or through its calls), but nothing runs it"} \
-        in loc.evidence
+        in plain(loc.evidence)
     # Once the load handler runs init, nothing is concluded from reachability.
     wired = text.replace("'load', onResize", "'load', init")
     loc = localize(build_graph(wired), error("uncaught TypeError: Cannot set properties of "
@@ -144,7 +144,7 @@ def test_lookup_stored_under_the_acted_on_elements_name_in_another_word_order():
     assert query in loc.s_dir
     assert {"span": list(query), "set": "dir", "by": "graph",
             "why": "trimSlider is named after #slider-trim but looks up 'label-trim'"} \
-        in loc.evidence
+        in plain(loc.evidence)
 
 
 CONTROL_MAP = """<input id="slider-trim" type="range"><input id="slider-width" type="range">

@@ -6,7 +6,7 @@ from __future__ import annotations
 from evaluators.localize.api import localize_diagnostics
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import localize, merge_spans
-from tests.localize.diags import page_error as error, probe_failure, span
+from tests.localize.diags import plain, page_error as error, probe_failure, span
 
 
 UNSET = """<script>
@@ -54,9 +54,9 @@ def test_read_of_state_no_code_assigns_blames_where_the_assignment_belongs():
                          span("init();", UNSET), span("canvas.parent('c');", UNSET))
     assert {"span": list(span("pointB = {x: 2};", UNSET)), "set": "dir", "by": "stack",
             "why": "sets the state set with canvas, which no code sets (the statement before "
-                   "them)"} in loc.evidence
+                   "them)"} in plain(loc.evidence)
     assert {"span": list(g.functions_named("setup")[0].span), "set": "ctx",
-            "why": "function of the top frame", "by": "stack"} in loc.evidence
+            "why": "function of the top frame", "by": "stack"} in plain(loc.evidence)
     # `shape` is only ever `{}` and nothing sets shape.bottom: among the other properties.
     at = span("line(shape", UNSET)[0]
     loc = localize(g, error("uncaught TypeError: Cannot read properties of undefined "
@@ -235,12 +235,12 @@ def test_unset_state_read_under_a_start_up_function_blames_what_it_ran_before():
                             "(reading 'x')", frames))
     setup = g.functions_named("setup")[0].span
     assert {"span": list(setup), "set": "ctx", "by": "stack",
-            "why": "start-up function on the stack, where center is not set"} in loc.evidence
+            "why": "start-up function on the stack, where center is not set"} in plain(loc.evidence)
     # What setup ran before its frame's loop is where center should have been set.
     assert loc.s_dir == (span("createCanvas(10, 10);", ENTRY), span("p.pos.x = center.x;", ENTRY))
     assert {"span": list(span("createCanvas(10, 10);", ENTRY)), "set": "dir", "by": "stack",
             "why": "start-up code that ran before the read of center (in setup) and does not "
-                   "set it"} in loc.evidence
+                   "set it"} in plain(loc.evidence)
 
 
 def test_load_failure_blames_the_exception_it_names_as_its_cause():

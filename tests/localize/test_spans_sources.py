@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import localize
-from tests.localize.diags import page_error as error, probe_failure, ran, span
+from tests.localize.diags import plain, page_error as error, probe_failure, ran, span
 
 
 # `input` should hold #input-t; it holds the slider's group. The lookup runs at load, before
@@ -40,7 +40,7 @@ def test_a_lookup_named_after_another_element_stays_direct_blame_though_it_ran_a
         assert query in loc.s_dir, method
         assert {"span": list(query), "set": "dir", "by": "graph",
                 "why": "input is named after #input-t but looks up 'slider-group'"} \
-            in loc.evidence
+            in plain(loc.evidence)
     # `slider` shares its word with the id it looks up: not misdirected (the slice blames it
     # for what it holds).
     assert not any(e["why"].startswith("slider is named") for e in loc.evidence)
@@ -83,7 +83,7 @@ def test_a_handler_doing_to_its_own_element_what_the_unbound_actor_should_get_is
     assert plot in loc.s_dir and btn2d in loc.s_dir
     assert {"span": list(plot), "set": "dir", "by": "graph",
             "why": "binds on #plot a handler that does to its own element what #btn-3d, which "
-                   "has no handler, should get"} in loc.evidence
+                   "has no handler, should get"} in plain(loc.evidence)
     # A focus handler is not what a click runs.
     focus = span("document.getElementById('btn-2d').addEventListener('focus'", text)
     assert not any(s <= focus[0] < e for s, e in loc.s_dir)
@@ -122,7 +122,7 @@ def test_an_array_item_read_undefined_blames_the_loops_that_fill_and_read_it():
         span("const c = add(center, p[i].rotate(60));", text))
     assert {"span": list(span("for (let i = 1; i < 6; i++)", text)), "set": "dir",
             "by": "stack", "why": "loop that decides which items of p are filled"} \
-        in loc.evidence
+        in plain(loc.evidence)
     # Another message (a null, not an item) does not trace the array.
     loc = localize(g, error("uncaught TypeError: add is not a function", frames))
     assert span("p[0] = makeVector(0, 0);", text) not in loc.s_dir
@@ -153,7 +153,7 @@ def test_an_error_inside_a_library_blames_the_local_values_handed_to_it():
                             frames))
     assert loc.s_dir == (span("const k = (j - 2) % 3;", text), span("fill(colors[k]);", text))
     assert {"span": list(span("const k = (j - 2) % 3;", text)), "set": "dir", "by": "stack",
-            "why": "computes k, which the failing library call receives"} in loc.evidence
+            "why": "computes k, which the failing library call receives"} in plain(loc.evidence)
     # Raised by the app itself, the statement's values are not traced.
     frames[0] = {"in_app": True, "offset": span("fill(colors[k])", text)[0]}
     loc = localize(g, error("uncaught Error: undefined is not a valid color", frames))
@@ -236,7 +236,7 @@ def test_a_variable_with_every_word_of_an_id_looking_up_an_id_with_none_is_misdi
     assert query in loc.s_dir
     assert {"span": list(query), "set": "dir", "by": "graph",
             "why": "controls.units is named after #units-count-label but looks up "
-                   "'radio-poly-7'"} in loc.evidence
+                   "'radio-poly-7'"} in plain(loc.evidence)
     # `label` has its word in that id too, but looks up that very element.
     assert not any(s <= span("label: document", text)[0] < e for s, e in loc.s_dir)
 
@@ -267,7 +267,7 @@ def test_an_object_no_code_fills_is_set_where_the_state_declared_beside_it_is():
                          span("derived = {a: {x: 0}};", text),
                          span("const a = points.B.angle;", text))
     assert {"span": list(span("derived = {a: {x: 0}};", text)), "set": "dir", "by": "stack",
-            "why": "sets the state set with points.B, which no code sets"} in loc.evidence
+            "why": "sets the state set with points.B, which no code sets"} in plain(loc.evidence)
     # Once some property of points is set, that property is the sibling, not the state
     # declared beside points (blamed now only as the statement before points.A's).
     filled = text.replace("  derived = {a: {x: 0}};", "  derived = {a: {x: 0}};\n  points.A = 1;")
@@ -307,10 +307,10 @@ def test_the_expected_value_written_to_another_element_by_code_that_ran_is_blame
     wrong = span("document.getElementById('reset').value = 0.5;", text)
     assert {"span": list(wrong), "set": "dir", "by": "coverage",
             "why": "ran before the failure and writes '0.5', the value expected on #amount, "
-                   "to #reset"} in loc.evidence
+                   "to #reset"} in plain(loc.evidence)
     assert {"span": list(span("slider.value = 0.5;", text)), "set": "dir", "by": "coverage",
             "why": "ran before the failure and writes '0.5', the value expected on #amount, "
-                   "to #slider"} in loc.evidence
+                   "to #slider"} in plain(loc.evidence)
     # Another value written there is not the expected one.
     other = span("document.getElementById('reset').value = 1;", text)
     assert not any(tuple(e["span"]) == other and "expected" in e["why"] for e in loc.evidence)
@@ -346,7 +346,7 @@ def test_a_parameter_read_as_undefined_blames_the_registration_or_the_call():
     assert loc.s_dir == (span("target.set(x, v);", text), binding)
     assert {"span": list(binding), "set": "dir", "by": "stack",
             "why": "registers init as a handler of 'load': it is called with the event alone, "
-                   "no target"} in loc.evidence
+                   "no target"} in plain(loc.evidence)
     # Called from broken(): that call is blamed instead.
     loc = localize(g, error(message, [top, {"in_app": True,
                                             "offset": span("init(1, 2);", text)[0]}]))
@@ -384,7 +384,7 @@ def test_an_index_past_the_end_blames_the_loop_that_sets_it():
     loop = span("for (let k = i - 1; k < n; k++)", text)
     assert loc.s_dir == (loop, span("const factor = augmented[k][i] / augmented[i][i];", text))
     assert {"span": list(loop), "set": "dir", "by": "stack",
-            "why": "loop whose index reads augmented[k]"} in loc.evidence
+            "why": "loop whose index reads augmented[k]"} in plain(loc.evidence)
 
 
 # `out` looks up the page's main container instead of #result: writing it wipes the controls.
@@ -410,7 +410,7 @@ def test_a_static_element_gone_at_probe_time_blames_writes_replacing_an_ancestor
     write = span("out.innerHTML = '<p>42</p>';", text)
     assert write in loc.s_dir
     assert {"span": list(write), "set": "dir", "by": "graph",
-            "why": "replaces the content of #main, which holds #method"} in loc.evidence
+            "why": "replaces the content of #main, which holds #method"} in plain(loc.evidence)
     # A write to the element itself is not a replacement of an ancestor.
     assert not any(e["why"].startswith("replaces the content") and tuple(e["span"]) != write
                    for e in loc.evidence)
@@ -444,7 +444,7 @@ def test_a_local_built_and_never_used_before_an_unset_read_blames_the_statement_
     assert after in loc.s_dir
     assert {"span": list(after), "set": "dir", "by": "stack",
             "why": "follows the last use of shape, which is built and never used: its use, "
-                   "which may set geometry, is missing here"} in loc.evidence
+                   "which may set geometry, is missing here"} in plain(loc.evidence)
     # Once shape is passed on, it is used: no blame for a missing use.
     used = text.replace("  const color = pick(n);", "  draw(shape);\n  const color = pick(n);")
     frames = [{"in_app": False, "offset": None},
@@ -482,10 +482,10 @@ def test_runaway_recursion_blames_its_base_case_and_the_call_starting_it():
     start = span("tile(steps, 10);", text)
     assert base in loc.s_dir and start in loc.s_dir
     assert {"span": list(base), "set": "dir", "by": "stack",
-            "why": "base case of the recursion of tile, which did not stop it"} in loc.evidence
+            "why": "base case of the recursion of tile, which did not stop it"} in plain(loc.evidence)
     # steps, passed to it, is declared with zoom and never set: zoom's assignment is blamed.
     assert {"span": list(span("zoom = true;", text)), "set": "dir", "by": "stack",
-            "why": "sets the state set with steps, which no code sets"} in loc.evidence
+            "why": "sets the state set with steps, which no code sets"} in plain(loc.evidence)
     # Another error in the same place is not a runaway recursion.
     loc = localize(g, error("uncaught TypeError: x is not a function", frames))
     assert base not in loc.s_dir
@@ -515,6 +515,6 @@ def test_an_element_handed_to_a_failing_library_and_looked_up_under_another_name
     assert wrong in loc.s_dir
     assert {"span": list(wrong), "set": "dir", "by": "stack",
             "why": "canvas2D is named after #canvas-2d but looks up 'canvas-3d', the element "
-                   "handed to the failing library"} in loc.evidence
+                   "handed to the failing library"} in plain(loc.evidence)
     # The lookup handed to the library is named for what it holds: not blamed for its name.
     assert not any(e["why"].startswith("canvas is named") for e in loc.evidence)

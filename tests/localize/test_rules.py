@@ -1,0 +1,66 @@
+"""The registry of localization rules: stable ids on every blamed span, and ablation."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluators.localize.graph import build_graph
+from evaluators.localize.rules import RULES, LocalizeConfig, rule
+from evaluators.localize.spans import METHODS, localize
+from tests.localize.diags import exception, probe_failure, span
+
+# An app whose click handler calls a misspelt function: named_in_message blames the
+# function named like it, the stack rules blame the call.
+TEXT = """<button id="go">go</button><p id="out"></p>
+<script>
+function render() { document.getElementById('out').textContent = 'ok'; }
+function onGo() { rendr(); }
+document.getElementById('go').addEventListener('click', onGo);
+</script>"""
+
+
+def _error() -> dict:
+    return {"kind": "page_error", "reason": "uncaught_in_step", "stage": "rubric",
+            "rubric_id": "r", "severity": "severe", "message": "uncaught ReferenceError",
+            "exception": exception("ReferenceError: rendr is not defined"),
+            "frames": [{"in_app": True, "offset": span("rendr();", TEXT)[0]}]}
+
+
+def test_every_blamed_span_names_a_registered_rule():
+    g = build_graph(TEXT)
+    diags = [_error(), probe_failure({"expect": "text", "locator": "#out", "value": "ok"},
+                                     {"do": "click", "locator": "#go"})]
+    for d in diags:
+        for method in METHODS:
+            loc = localize(g, d, method)
+            assert loc.evidence, (d["kind"], method)
+            assert all(e["rule"] in RULES for e in loc.evidence), loc.evidence
+
+
+def test_a_rule_switched_off_blames_nothing_and_the_others_still_run():
+    g = build_graph(TEXT)
+    on = localize(g, _error())
+    similar = [e for e in on.evidence if e["rule"] == "errors.named_in_message"]
+    assert [e["span"] for e in similar] == [list(g.functions_named("render")[0].span)]
+    off = localize(g, _error(), cfg=LocalizeConfig({"errors.named_in_message"}))
+    assert not any(e["rule"] == "errors.named_in_message" for e in off.evidence)
+    assert span("rendr();", TEXT) in off.s_dir  # the stack rules are unaffected
+    assert off.s_ctx != on.s_ctx
+
+
+def test_unknown_or_twice_registered_rules_are_errors():
+    with pytest.raises(ValueError, match="unknown rule 'errors.nope'"):
+        localize(build_graph(TEXT), _error(), cfg=LocalizeConfig({"errors.nope"}))
+    with pytest.raises(ValueError, match="registered twice"):
+        rule("errors.named_in_message")(lambda c: None)
+
+
+def test_rule_ids_are_literals_in_their_modules():
+    """An id is written where its rule is (renaming the function keeps it)."""
+    import importlib
+    import inspect
+
+    for rid, r in RULES.items():
+        source = inspect.getsource(importlib.import_module(r.module))
+        assert f'@rule("{rid}"' in source, rid
+    assert len(RULES) >= 45
