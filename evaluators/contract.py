@@ -199,8 +199,9 @@ class Diagnostic:
         if self.kind not in KIND_REASONS:
             raise ValueError(f"diagnostic field 'kind': unknown kind {self.kind!r}")
         if reason not in KIND_REASONS[self.kind]:
+            allowed = [r.value for r in KIND_REASONS[self.kind]]
             raise ValueError(f"diagnostic field 'reason': {reason.value!r} is not a reason "
-                             f"of kind {self.kind!r} ({[r.value for r in KIND_REASONS[self.kind]]})")
+                             f"of kind {self.kind!r} ({allowed})")
         for f in dataclasses.fields(self):
             if (f.name not in _COMMON and f.name not in KIND_FIELDS[self.kind]
                     and getattr(self, f.name) is not None):
@@ -307,7 +308,8 @@ def upgrade_v1(record: dict) -> dict:
         if "reason" not in d:
             d["reason"] = _v1_reason(d).value
         if d.get("kind") == "page_error" and "exception" not in d:
-            name, _, message = re.sub(r"^uncaught\s+", "", str(d.get("message") or "")).partition(": ")
+            report = re.sub(r"^uncaught\s+", "", str(d.get("message") or ""))
+            name, _, message = report.partition(": ")
             exc = JsException.from_report(name, message) if message else \
                 JsException.from_report("Error", name)
             d["exception"] = Diagnostic(kind="page_error", reason=Reason.UNCAUGHT_AT_LOAD,

@@ -461,7 +461,7 @@ def test_sandbox_serves_the_mirror_from_the_http_cache_and_refuses_the_rest(mirr
 
 
 def test_mirror_certificate_is_made_once_and_needs_openssl(tmp_path, monkeypatch):
-    from evaluators import app_server
+    from evaluators.sandbox import app_server
 
     cert, key = app_server.ensure_certificate(tmp_path / "tls")
     assert cert.read_text().startswith("-----BEGIN CERTIFICATE-----")

@@ -59,9 +59,36 @@ class LocalizeConfig:
 
     Attributes:
       disabled_rules: Ids of `RULES` to switch off (ablation); an unknown id is an error.
+      long_context: Characters over which a function blamed as context is cut to its head
+        and the statements around the failure.
+      around: Statements kept on each side of the failure in such a function.
+      fills: Most statements blamed for filling an array read as undefined.
+      fill_limit: Longest of them, and of a local handed to a failing library (characters).
+      whole: Characters up to which a function the slice narrows stays blamed whole.
+      big: Characters over which a statement the slice reaches is context, not direct.
+      hops: Definitions followed from a value read from the acted-on input.
+      forward_limit: Most statements the forward slice blames.
+      siblings: Statements looked at on each side of a dead value's definition.
+      near_limit: Longest statement blamed as where a missing use belongs (characters).
+      path_limit: Longest statement blamed as the code just before a read (characters).
+      run_limit: Longest run of sibling assignments blamed with the gaps between them.
+      run_statements: Most start-up statements blamed before a frame.
     """
 
     disabled_rules: frozenset[str] = frozenset()
+    long_context: int = 1500
+    around: int = 2
+    fills: int = 6
+    fill_limit: int = 600
+    whole: int = 400
+    big: int = 600
+    hops: int = 3
+    forward_limit: int = 24
+    siblings: int = 4
+    near_limit: int = 600
+    path_limit: int = 600
+    run_limit: int = 1200
+    run_statements: int = 12
 
     def __post_init__(self):
         object.__setattr__(self, "disabled_rules", frozenset(self.disabled_rules))

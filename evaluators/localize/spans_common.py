@@ -60,10 +60,8 @@ _ACTION_EVENTS = {
     "drag_to": _MOUSE, "mouse": _MOUSE,
 }
 # A function given as context that is longer than this is cut down to its head and the
-# _AROUND statements on each side of the code in question (a load handler holding a whole
+# self.cfg.around statements on each side of the code in question (a load handler holding a whole
 # app is no context: 1.5x on half an app dilutes the blame on the faulty statement).
-_LONG_CONTEXT = 1500
-_AROUND = 2
 _SELECTOR_NAME = re.compile(r"([#.])((?:[-\w]|\\.)+)")
 _TAG = re.compile(r"<[^>]*>")
 
@@ -149,12 +147,12 @@ class _Case:
 
     def function(self, which: str, index: int | None, why: str, by: str = "graph",
                  near: int | None = None) -> None:
-        """Adds a function whole; as context, one longer than ``_LONG_CONTEXT`` (a whole app
+        """Adds a function whole; as context, one longer than ``cfg.long_context`` (a whole app
         in a load handler) only by its head and the statements around ``near``."""
         if index is None:
             return
         fn = self.g.functions[index]
-        if which != "ctx" or fn.span[1] - fn.span[0] <= _LONG_CONTEXT:
+        if which != "ctx" or fn.span[1] - fn.span[0] <= self.cfg.long_context:
             self.add(which, fn.span, why, by, index)
             return
         self.add("ctx", (fn.span[0], min(fn.body[0] + 1, fn.span[1])), why + " (its head)", by,
@@ -165,9 +163,9 @@ class _Case:
         around = [stmt]
         for after in (False, True):
             at = stmt
-            for _ in range(_AROUND):
+            for _ in range(self.cfg.around):
                 at = neighbour_statement(self.g, at, after)
-                if at is None or at[1] - at[0] > _LONG_CONTEXT:
+                if at is None or at[1] - at[0] > self.cfg.long_context:
                     break
                 around.append(at)
         for span in around:

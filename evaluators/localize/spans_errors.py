@@ -37,8 +37,6 @@ _P5_HOOKS = frozenset((
     "deviceTurned", "deviceShaken"))
 _INFINITE_LOOP = re.compile(r"(?:while\s*\(\s*(?:true|1)\s*\)|for\s*\(\s*;\s*;\s*\))")
 _IDENT = re.compile(r"[A-Za-z_$][\w$]{2,}")
-_FILLS = 6  # most statements blamed for filling an array read as undefined
-_FILL_LIMIT = 600  # longest of them (characters)
 
 
 # -- exceptions, syntax errors, runtime failures -----------------------------------------------
@@ -176,11 +174,11 @@ def _undefined_items(c: _Case, stmt: Span, by: str) -> None:
     for base, index in dict.fromkeys(r.groups() for r in read.finditer(g.text, *stmt)):
         fills = re.compile(r"(?<![\w$.])" + re.escape(base) + r"\s*(?:\[[^\]]*\]\s*=(?!=)|"
                            r"\.\s*(?:push|unshift|splice)\s*\()")
-        found = [w.start() for w in fills.finditer(g.text, scope[0], scope[1])][:_FILLS]
+        found = [w.start() for w in fills.finditer(g.text, scope[0], scope[1])][:c.cfg.fills]
         why = f"fills {base}, whose item the failing statement reads as undefined"
         for at in found:
             fill = g.enclosing_statement(at)
-            if fill is not None and fill[1] - fill[0] <= _FILL_LIMIT:
+            if fill is not None and fill[1] - fill[0] <= c.cfg.fill_limit:
                 c.add("dir", fill, why, by)
             for head in _loop_heads(g, at, scope):
                 c.add("dir", head, f"loop that decides which items of {base} are filled", by)
@@ -335,7 +333,7 @@ def _local_arguments(c: _Case, stmt: Span, by: str) -> None:
         before = [j for j in flow.definitions_of(v) if flow.statements[j].function ==
                   here.function and flow.statements[j].span[1] <= here.span[0]]
         head = flow.statements[before[-1]].head if before else None
-        if head is not None and head[1] - head[0] <= _FILL_LIMIT:
+        if head is not None and head[1] - head[0] <= c.cfg.fill_limit:
             c.add("dir", head, f"computes {var.name}, which the failing library call "
                   "receives", by)
 

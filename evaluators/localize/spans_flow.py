@@ -22,8 +22,6 @@ from evaluators.localize.spans_common import (
 
 _LOAD_EVENTS = frozenset(("load", "domcontentloaded", "readystatechange"))
 _P5_START = frozenset(("setup", "preload"))
-_WHOLE = 400  # characters up to which a function the slice narrows stays blamed whole
-_BIG = 600  # characters over which a statement the slice reaches is context, not direct
 _IDLE = "; in a block that did not run during the probe"
 _STALE = ("; it ran at load, and the action's handler, which ran, did not run it again: the "
           "value is the load's")
@@ -176,7 +174,7 @@ def narrow_to_slice(c: _Case, f: _Failure, ran: set[int]) -> bool:
     touched = set()
     for k, why in sliced.items():
         spans = flow.blame(k)  # a long data table is context: it rarely holds the fault
-        big = k not in seeds and sum(e - s for s, e in spans) > _BIG
+        big = k not in seeds and sum(e - s for s, e in spans) > c.cfg.big
         for span in spans:
             if k in idle:
                 c.add("ctx", span, why + _IDLE, "coverage")
@@ -197,5 +195,5 @@ def replace_long_functions(c: _Case, touched: set) -> None:
     g = c.g
     c.items = [i for i in c.items if not (
         i.fn is not None and i.fn in touched and i.span == g.functions[i.fn].span
-        and i.span[1] - i.span[0] > _WHOLE)]
+        and i.span[1] - i.span[0] > c.cfg.whole)]
 

@@ -24,16 +24,12 @@ from evaluators.localize.graph import CodeGraph
 from evaluators.localize.spans_common import (
     _bindings_for, _Case, _describe, _Failure, name_words, neighbour_statement,
 )
-from evaluators.localize.spans_flow import _BIG, replace_long_functions
+from evaluators.localize.spans_flow import replace_long_functions
 
 _VALUE = re.compile(r"\s*(?:\?\.|\.)\s*(?:value|valueAsNumber|checked|selectedIndex|files)\b"
                     r"(?!\s*=[^=])")
 _SELF = re.compile(r"(?<![\w$.])(?:this|[\w$]+\s*\.\s*(?:target|currentTarget))")
 _PLAIN = re.compile(r"\s*\)*\s*=(?!=)")
-_HOPS = 3  # definitions followed from a value read
-_LIMIT = 24  # most statements blamed
-_SIBLINGS = 4  # statements looked at on each side of a dead value's definition
-_NEAR_LIMIT = 600  # longest statement blamed as where a missing use belongs (characters)
 
 
 def _value_sites(g: CodeGraph, f: _Failure) -> list[int]:
@@ -95,12 +91,12 @@ def follow_actor_value(c: _Case, f: _Failure, ran: set[int]) -> bool:
     for k in list(reached):
         _dead_value(c, k, actor, allowed)
     frontier = list(reached)
-    for _ in range(_HOPS):
+    for _ in range(c.cfg.hops):
         nxt = []
         for k in frontier:
             for v in sorted(_plain_defs(g, k)):
                 for j in flow.uses_of(v):
-                    if j not in reached and len(reached) < _LIMIT and \
+                    if j not in reached and len(reached) < c.cfg.forward_limit and \
                             allowed(flow.statements[j].function):
                         reached[j] = (f"uses {g.variables[v].name}, computed from the value "
                                       f"of {actor}")
@@ -109,7 +105,7 @@ def follow_actor_value(c: _Case, f: _Failure, ran: set[int]) -> bool:
     touched = set()
     for k, why in reached.items():
         spans = flow.blame(k)
-        big = sum(e - s for s, e in spans) > _BIG
+        big = sum(e - s for s, e in spans) > c.cfg.big
         for span in spans:
             c.add("ctx" if big else "dir", span, why, "flow", flow.statements[k].function)
         touched.add(flow.statements[k].function)
@@ -117,12 +113,13 @@ def follow_actor_value(c: _Case, f: _Failure, ran: set[int]) -> bool:
     return True
 
 
-def _value_definitions(g: CodeGraph, k: int, after: bool) -> list[tuple[int, int]]:
+def _value_definitions(g: CodeGraph, k: int, after: bool, siblings: int
+                       ) -> list[tuple[int, int]]:
     """(statement, variable) of the plain definitions from an input's value in the run of
     statements next to statement ``k``, nearest first."""
     flow, out = g.flow, []
     at = flow.statements[k].span
-    for _ in range(_SIBLINGS):
+    for _ in range(siblings):
         at = neighbour_statement(g, at, after)
         j = None if at is None else flow.statement_at(at[0], flow.statements[k].function)
         if j is None or flow.statements[j].span != at or not _VALUE.search(
@@ -144,7 +141,8 @@ def _dead_value(c: _Case, k: int, actor: str, allowed) -> None:
             continue
         name = g.variables[v].name
         words = set(name_words(name))
-        siblings = [(j, u) for after in (False, True) for j, u in _value_definitions(g, k, after)
+        siblings = [(j, u) for after in (False, True)
+                    for j, u in _value_definitions(g, k, after, c.cfg.siblings)
                     if flow.uses_of(u)]
         if not siblings:
             continue
@@ -160,6 +158,6 @@ def _dead_value(c: _Case, k: int, actor: str, allowed) -> None:
             for span in flow.blame(j):
                 c.add("dir", span, why, "flow", flow.statements[j].function)
             prev = neighbour_statement(g, flow.statements[j].span, False)
-            if prev is not None and prev[1] - prev[0] <= _NEAR_LIMIT:
+            if prev is not None and prev[1] - prev[0] <= c.cfg.near_limit:
                 c.add("dir", prev, why + " (the statement before that use)", "flow",
                       flow.statements[j].function)

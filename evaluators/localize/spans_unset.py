@@ -31,9 +31,6 @@ from evaluators.localize.spans_common import neighbour_statement as _neighbour
 _NO_VALUE = re.compile(r"[\w$]+\s*(?:=\s*(?:null|undefined|void\s+0))?\s*")
 _EMPTY = re.compile(r"[\w$]+\s*=\s*(?:\[\s*\]|\{\s*\}|new\s+(?:Map|Set|Array|Object)\s*\(\s*\))\s*")
 _ASSIGN = re.compile(r"\s*(?:(?:[-+*/%&|^]|\*\*|<<|>>>?|&&|\|\||\?\?)?=(?!=)|\+\+|--)")
-_PATH_LIMIT = 600  # longest statement blamed as "the code just before" a read (characters)
-_RUN_LIMIT = 1200  # longest run of sibling assignments blamed with the gaps between them
-_RUN_STATEMENTS = 12  # most start-up statements blamed before a frame
 _ENTRY = frozenset(("setup", "preload", "init", "main", "initialize"))
 _DECLARATION = re.compile(r"(?:export\s+)?(?:async\s+)?(?:function|class)\b")
 _METHOD_CALL = re.compile(r"\s*\??\.\s*[A-Za-z_$][\w$]*\s*\(")  # `.moveTo(` after a read
@@ -131,11 +128,11 @@ def _sibling_runs(c: _Case, unset: list[StateVar], frames: dict, names: str, by:
     for fn, stmts in per_fn.items():
         run = (min(s for s, _ in stmts), max(e for _, e in stmts))
         why = f"sets the state set with {names}, which no code sets"
-        for span in [run] if run[1] - run[0] <= _RUN_LIMIT else stmts:
+        for span in [run] if run[1] - run[0] <= c.cfg.run_limit else stmts:
             c.add("dir", span, why, by)
         for after in (False, True):
             near = _neighbour(g, run, after)
-            if near is not None and near[1] - near[0] <= _PATH_LIMIT:
+            if near is not None and near[1] - near[0] <= c.cfg.path_limit:
                 where = "after" if after else "before"
                 c.add("dir", near, f"{why} (the statement {where} them)", by)
 
@@ -178,12 +175,12 @@ def _earlier_reads(c: _Case, unset: list[StateVar], offsets: list[int], names: s
         if at is None:
             continue
         first = g.enclosing_statement(at)
-        if first is None or first[1] - first[0] > _PATH_LIMIT:
+        if first is None or first[1] - first[0] > c.cfg.path_limit:
             continue
         c.add("dir", first, f"reads {names} before it is set, on the path to the failing "
               f"read (frame {k})", by)
         prev = _neighbour(g, first, False)
-        if prev is not None and prev[1] - prev[0] <= _PATH_LIMIT:
+        if prev is not None and prev[1] - prev[0] <= c.cfg.path_limit:
             c.add("dir", prev, f"runs just before the first read of {names} (frame {k}), "
                   "where it should have been set", by)
         return
@@ -224,7 +221,7 @@ def unset_state_at(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
     for k, off in enumerate(offsets):
         inner = g.enclosing_statement(off)
         prev = None if inner is None else _neighbour(g, inner, False)
-        if prev is not None and prev[1] - prev[0] <= _PATH_LIMIT and not _DECLARATION.match(
+        if prev is not None and prev[1] - prev[0] <= c.cfg.path_limit and not _DECLARATION.match(
                 g.text, prev[0]):  # a declaration there runs nothing
             c.add("dir", prev, f"runs just before the read of {names} (frame {k}) and does not "
                   "set it, which no code does", by)
@@ -238,7 +235,7 @@ def unset_state_at(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
 @rule("unset.start_up_before")
 def _start_up_before(c: _Case, fn: int, off: int, names: str, by: str) -> None:
     """The statements of a start-up function (``setup``, ``init``) that ran before its
-    frame's statement, nearest first up to ``_RUN_LIMIT`` characters: state is set there,
+    frame's statement, nearest first up to ``c.cfg.run_limit`` characters: state is set there,
     and one of them, or one missing among them, should have set the unset state."""
     g = c.g
     body = g.functions[fn].body
@@ -247,9 +244,9 @@ def _start_up_before(c: _Case, fn: int, off: int, names: str, by: str) -> None:
     if not outer:
         return
     at, total = max(outer, key=lambda sp: sp[1] - sp[0]), 0
-    for _ in range(_RUN_STATEMENTS):
+    for _ in range(c.cfg.run_statements):
         at = _neighbour(g, at, False)
-        if at is None or total + at[1] - at[0] > _RUN_LIMIT:
+        if at is None or total + at[1] - at[0] > c.cfg.run_limit:
             return
         total += at[1] - at[0]
         if not _DECLARATION.match(g.text, at[0]):
@@ -277,6 +274,6 @@ def _unconsumed_locals(c: _Case, fn: int, before: int, names: str, by: str) -> N
         last = [(s, e) for s, e in g.statements
                 if body[0] < s <= reads[-1][0] < e <= body[1] and _fn_at(g, s) == fn]
         nxt = _neighbour(g, max(last, key=lambda sp: sp[1] - sp[0]), True) if last else None
-        if nxt is not None and nxt[1] - nxt[0] <= _PATH_LIMIT and nxt[0] < before:
+        if nxt is not None and nxt[1] - nxt[0] <= c.cfg.path_limit and nxt[0] < before:
             c.add("dir", nxt, f"follows the last use of {var.name}, which is built and never "
                   f"used: its use, which may set {names}, is missing here", by)

@@ -64,3 +64,14 @@ def test_rule_ids_are_literals_in_their_modules():
         source = inspect.getsource(importlib.import_module(r.module))
         assert f'@rule("{rid}"' in source, rid
     assert len(RULES) >= 45
+
+
+def test_limits_are_settings_of_the_config():
+    """The function of the top frame, context, is cut to its head past `long_context`."""
+    g = build_graph(TEXT)
+    on_go = list(g.functions_named("onGo")[0].span)
+    whole = localize(g, _error())
+    cut = localize(g, _error(), cfg=LocalizeConfig(long_context=10))
+    assert any(e["span"] == on_go for e in whole.evidence if e["set"] == "ctx")
+    assert not any(e["span"] == on_go for e in cut.evidence)
+    assert any(e["span"][0] == on_go[0] and e["span"][1] < on_go[1] for e in cut.evidence)
