@@ -1,0 +1,117 @@
+"""Localization rules stated as a table: (app, diagnostic) -> what must be blamed, by which
+rule, and what must not be. The rows state each rule's intent, not today's exact spans, so
+they hold for any better implementation that keeps the intent."""
+
+from __future__ import annotations
+
+import pytest
+
+from evaluators.localize.graph import build_graph
+from evaluators.localize.spans import localize
+from tests.localize.diags import page_error, probe_failure
+
+# A counter whose + button is bound to the reset handler, with a lookup of an element that
+# does not exist, a loop that never ends and a misspelt call available to the rows below.
+COUNTER = """<div id="panel"><span id="out">0</span></div>
+<button id="inc">+</button><button id="reset">Reset</button>
+<script>
+let count = 0;
+const out = document.getElementById('out');
+function render() {
+  out.textContent = count;
+}
+function onInc() {
+  count -= 1;
+  render();
+}
+function onReset() {
+  count = 0;
+  render();
+}
+document.getElementById('inc').addEventListener('click', onReset);
+document.getElementById('reset').addEventListener('click', onReset);
+const label = document.getElementById('scoreDisplay');
+function show(data) {
+  label.textContent = data.value;
+}
+function loop() {
+  while (true) { count++; }
+}
+</script>"""
+
+
+def _at(code: str) -> list[dict]:
+    return [{"in_app": True, "offset": COUNTER.index(code)}]
+
+
+# rule, diagnostic, blamed directly (by that rule), in context, never blamed directly
+ROWS = {
+    "a wrong handler bound to the clicked button": (
+        "probe.binding",
+        probe_failure({"expect": "text", "locator": "#out", "value": "1"},
+                      {"do": "click", "locator": "#inc"}),
+        ["document.getElementById('inc').addEventListener('click', onReset)"],
+        [], ["const label = document.getElementById('scoreDisplay');"]),
+    "an element no element matches": (
+        "probe.missing_element",
+        probe_failure({"expect": "visible", "locator": "#scoreDisplay"}, None, actual=None,
+                      reason="missing_element", severity="severe", message="no element"),
+        ["const label = document.getElementById('scoreDisplay');"],
+        [], ["count -= 1;", "out.textContent = count;"]),
+    "a property set on the null a lookup returned": (
+        "errors.null_sources",
+        {**page_error("uncaught TypeError: Cannot set properties of null (setting "
+                      "'textContent')", _at("label.textContent")),
+         "excerpt": "label.textContent = data.value;"},
+        ["const label = document.getElementById('scoreDisplay');"],
+        [], ["const out = document.getElementById('out');"]),
+    "a page that stopped answering": (
+        "errors.loops", {"kind": "runtime_failure", "reason": "hang", "message": "hung"},
+        ["while (true) { count++; }"], [], ["out.textContent = count;"]),
+    "a call of a name that is not defined": (
+        "errors.named_in_message",
+        page_error("uncaught ReferenceError: rendr is not defined", _at("render();")),
+        [], ["function render() {\n  out.textContent = count;\n}"],
+        ["out.textContent = count;"]),
+}
+
+
+def _inside(span, spans) -> bool:
+    return any(s <= span[0] and span[1] <= e for s, e in spans)
+
+
+def _code(text: str) -> tuple[int, int]:
+    start = COUNTER.index(text)
+    return start, start + len(text)
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_rule_intent(name):
+    rule_id, diag, direct, context, spared = ROWS[name]
+    loc = localize(build_graph(COUNTER), diag)
+    by_rule = [tuple(e["span"]) for e in loc.evidence if e["rule"] == rule_id]
+    for text in direct:
+        assert _inside(_code(text), loc.s_dir), f"{name}: {text!r} not blamed directly"
+        assert _inside(_code(text), by_rule), f"{name}: {text!r} not blamed by {rule_id}"
+    for text in context:
+        assert _inside(_code(text), list(loc.s_dir) + list(loc.s_ctx)), f"{name}: {text!r}"
+        assert _inside(_code(text), by_rule), f"{name}: {text!r} not blamed by {rule_id}"
+    for text in spared:
+        s, e = _code(text)
+        assert not any(a < e and s < b for a, b in loc.s_dir), f"{name}: {text!r} blamed"
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_each_row_needs_its_rule(name):
+    """Switched off, the row's rule blames nothing, and what it blamed is either no longer
+    all blamed or blamed by another rule (a fallback): the row tests that rule."""
+    from evaluators.localize.rules import LocalizeConfig
+
+    rule_id, diag, direct, context, _ = ROWS[name]
+    loc = localize(build_graph(COUNTER), diag, cfg=LocalizeConfig({rule_id}))
+    assert not any(e["rule"] == rule_id for e in loc.evidence)
+    blamed = list(loc.s_dir) + (list(loc.s_ctx) if not direct else [])
+    if all(_inside(_code(t), blamed) for t in direct + context):
+        others = {e["rule"] for e in loc.evidence
+                  if any(_inside(_code(t), [tuple(e["span"])]) for t in direct + context)}
+        assert others and rule_id not in others, name
