@@ -67,8 +67,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     cfg.eval = ml_collections.ConfigDict({"max_tasks": 0, "samples": 4, "every_steps": 50,
                                           "after_sft": True})
     # Per host: a v5p host has 208 vCPUs; about 4 pages per core for the evaluator's share.
-    cfg.evaluator = ml_collections.ConfigDict({"backend": "local", "workers": 16,
-                                               "pages_per_worker": 8, "probe_time_limit_ms": 30000})
+    cfg.evaluator = ml_collections.ConfigDict({"backend": "local", "workers": 16, "scoring": {
+        "browser": {"pages_per_worker": 8, "probe_time_limit_ms": 30000}}})
     cfg.checkpoint = ml_collections.ConfigDict({"every_steps": 25, "max_to_keep": 2})
     cfg.export = ml_collections.ConfigDict({"every_steps": 100, "dtype": ""})
     cfg.log = ml_collections.ConfigDict({"every_steps": 1, "sample_apps": 1})
@@ -92,6 +92,7 @@ def _mini(cfg: ml_collections.ConfigDict) -> None:
     cfg.sampler.update({"max_new_tokens": 256, "temperature": 0.7, "group_size": 4})
     cfg.rl.update({"steps": 2, "prompts_per_step": 4, "prompts_per_sample": 1})
     cfg.eval.update({"max_tasks": 4, "samples": 2, "every_steps": 0})
-    cfg.evaluator.update({"workers": 1, "pages_per_worker": 4, "probe_time_limit_ms": 10000})
+    cfg.evaluator.workers = 1
+    cfg.evaluator.scoring.browser.update({"pages_per_worker": 4, "probe_time_limit_ms": 10000})
     cfg.checkpoint.update({"every_steps": 1, "max_to_keep": 3})
     cfg.export.update({"every_steps": 0})

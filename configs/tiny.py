@@ -56,8 +56,8 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     # wait of a failing step. Evaluation is CPU-bound here (about 1 CPU-second per page, most of
     # it a fresh renderer process), so more pages than the default admission only adds
     # contention, and short action timeouts would turn CPU starvation into false failures.
-    cfg.evaluator = ml_collections.ConfigDict({"backend": "local", "workers": 1, "pages_per_worker": 8,
-                                               "probe_time_limit_ms": 6000})
+    cfg.evaluator = ml_collections.ConfigDict({"backend": "local", "workers": 1, "scoring": {
+        "browser": {"pages_per_worker": 8, "probe_time_limit_ms": 6000}}})
     cfg.checkpoint = ml_collections.ConfigDict({"every_steps": 50, "max_to_keep": 2})
     cfg.log = ml_collections.ConfigDict({"every_steps": 1, "sample_apps": 1})
     if arg == "grpo":

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 import ml_collections
 
+from evaluators.config import EvalConfig
 from rcca_jax.configs import ConfigError, _plain, mesh_shape
 from rcca_jax.models.config import RUNTIME_FIELDS, LingConfig
 from rcca_jax.rl.sampler import SamplerConfig
@@ -107,14 +108,24 @@ class EvaluationConfig:
 
 @dataclasses.dataclass(frozen=True)
 class EvaluatorConfig:
-    backend: str = "local"  # a key of rcca_jax.train.rewards.FLEETS
-    ray_address: str = ""   # "" starts a local Ray instance; "auto" joins a running cluster
+    """The evaluator fleet, and the evaluator's own config nested in it.
+
+    Attributes:
+      backend: A key of `rcca_jax.train.rewards.FLEETS`.
+      ray_address: "" starts a local Ray instance; "auto" joins a running cluster.
+      workers: Browser worker processes (or Ray actors).
+      max_pending: Back-pressure: rows queued or in flight before `submit` blocks (0: none).
+      scoring: `evaluators.config.EvalConfig` itself (reward, browser, retries...), e.g.
+        `--config.evaluator.scoring.browser.probe_time_limit_ms=10000`. The run turns JS
+        coverage on (localization needs it); the reward's penalty and ceiling tables have
+        tuple keys and are set in Python, not in a config file.
+    """
+
+    backend: str = "local"
+    ray_address: str = ""
     workers: int = 1
-    pages_per_worker: int = 4
-    min_pages: int = 2      # pages per worker admitted however busy the CPUs are (BrowserConfig.min_pages)
-    probe_time_limit_ms: int = 30000
-    action_timeout_ms: int = 0  # 0: actions wait up to the probe's time limit (Playwright's default)
-    max_pending: int = 256  # back-pressure: rows queued or in flight before `submit` blocks (0: none)
+    max_pending: int = 256
+    scoring: EvalConfig = dataclasses.field(default_factory=EvalConfig)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -184,18 +195,36 @@ def _registries() -> dict[tuple[str, str], Mapping]:
             ("train", "lr_schedule"): LR_SCHEDULES}
 
 
-def _section(name: str, cls, values: dict[str, Any]):
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - fields)
+def _nested(f: dataclasses.Field) -> type | None:
+    """The dataclass type of a field whose default is a dataclass (a nested section)."""
+    if f.default_factory is dataclasses.MISSING:
+        return None
+    value = f.default_factory()
+    return type(value) if dataclasses.is_dataclass(value) else None
+
+
+def _build(cls, values: dict[str, Any], where: str):
+    """`cls` from a section's values, nested sections too; unknown keys are errors."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - set(fields))
     if unknown:
-        raise ConfigError(f"config.{name}: unknown field(s) {unknown}; expected some of {sorted(fields)}")
-    for (sec, key), registry in _registries().items():
-        if sec == name and key in values and values[key] not in registry:
-            raise ConfigError(f"config.{name}.{key}={values[key]!r}: expected one of {sorted(registry)}")
+        raise ConfigError(f"{where}: unknown field(s) {unknown}; expected some of {sorted(fields)}")
+    values = dict(values)
+    for name, f in fields.items():
+        sub = _nested(f)
+        if sub is not None and isinstance(values.get(name), dict):
+            values[name] = _build(sub, values[name], f"{where}.{name}")
     try:
         return cls(**values)
     except (TypeError, ValueError) as e:
-        raise ConfigError(f"config.{name}: {e}") from e
+        raise ConfigError(f"{where}: {e}") from e
+
+
+def _section(name: str, cls, values: dict[str, Any]):
+    for (sec, key), registry in _registries().items():
+        if sec == name and key in values and values[key] not in registry:
+            raise ConfigError(f"config.{name}.{key}={values[key]!r}: expected one of {sorted(registry)}")
+    return _build(cls, values, f"config.{name}")
 
 
 def model_section(values: dict[str, Any]) -> ModelConfig:
@@ -286,10 +315,7 @@ def complete(cd: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
         for name, cls in _SECTIONS.items():
             if name not in cd:
                 cd[name] = ml_collections.ConfigDict()
-            for f in dataclasses.fields(cls):
-                value = _default(f)
-                if f.name not in cd[name] and value is not dataclasses.MISSING:
-                    cd[name][f.name] = value
+            _fill(cd[name], cls)
         if "model" not in cd:
             cd.model = ml_collections.ConfigDict()
         lf = {f.name: f for f in dataclasses.fields(LingConfig)}
@@ -300,6 +326,22 @@ def complete(cd: ml_collections.ConfigDict) -> ml_collections.ConfigDict:
             if name not in cd:
                 cd[name] = value
     return cd
+
+
+def _fill(cd: ml_collections.ConfigDict, cls) -> None:
+    """Every field of `cls` (nested sections too) at its default where `cd` leaves it out."""
+    for f in dataclasses.fields(cls):
+        sub = _nested(f)
+        if sub is not None:
+            if f.name not in cd:
+                cd[f.name] = ml_collections.ConfigDict()
+            _fill(cd[f.name], sub)
+            continue
+        value = _default(f)
+        if isinstance(value, dict) and not all(isinstance(k, str) for k in value):
+            continue  # tuple-keyed tables (reward penalties): set in Python
+        if f.name not in cd and value is not dataclasses.MISSING:
+            cd[f.name] = value
 
 
 def checkpoint_overrides(model: ModelConfig, ckpt: LingConfig, where: str) -> dict[str, Any]:

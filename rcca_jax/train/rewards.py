@@ -69,12 +69,11 @@ def response_text(tokenizer, ids: Sequence[int]) -> tuple[str, bool]:
 
 
 def eval_config(cfg: EvaluatorConfig) -> EvalConfig:
-    base = EvalConfig()
-    browser = dataclasses.replace(base.browser, pages_per_worker=cfg.pages_per_worker,
-                                  min_pages=min(cfg.min_pages, cfg.pages_per_worker),
-                                  probe_time_limit_ms=cfg.probe_time_limit_ms,
-                                  action_timeout_ms=cfg.action_timeout_ms or None, coverage=True)
-    return dataclasses.replace(base, browser=browser)
+    """The evaluator's config for the run: `cfg.scoring`, with JS coverage on (localization
+    grounds blame in what ran) and at most `pages_per_worker` pages admitted regardless."""
+    b = cfg.scoring.browser
+    browser = dataclasses.replace(b, min_pages=min(b.min_pages, b.pages_per_worker), coverage=True)
+    return dataclasses.replace(cfg.scoring, browser=browser)
 
 
 def _pass_rate(rec: dict) -> float:

@@ -8,6 +8,7 @@ from evaluators.tasks import family as taskfamily
 from rcca_jax.data.tokenizer import train_tokenizer, training_texts
 from rcca_jax.train.config import EvaluatorConfig
 from rcca_jax.train.rewards import FLEETS, Scored
+from evaluators.config import BrowserConfig, EvalConfig
 from evaluators.tasks import load_tasks
 
 
@@ -37,7 +38,8 @@ def test_fleet_scores_and_weighs(setup, backend, monkeypatch):
     # The workers localize: this process must not (its copy of the localizer is disabled).
     import evaluators.localize.api as api
     monkeypatch.setattr(api, "localize_record", not_here)
-    cfg = EvaluatorConfig(workers=2, pages_per_worker=2, probe_time_limit_ms=10000, max_pending=3)
+    scoring = EvalConfig(browser=BrowserConfig(pages_per_worker=2, probe_time_limit_ms=10000))
+    cfg = EvaluatorConfig(workers=2, max_pending=3, scoring=scoring)
     fleet = FLEETS[backend](tasks, cfg, tok, "grounded")
     try:
         # Streamed in three parts, as the loop does, through one persistent fleet

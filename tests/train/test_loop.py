@@ -70,7 +70,12 @@ def test_tiny_configs_validate():
     (lambda cd: cd.model.__setitem__("hidden_sise", 8), r"config\.model: unknown field\(s\) \['hidden_sise'\]"),
     (lambda cd: cd.data.__setitem__("source", ""), r"config\.data\.source: missing"),
     (lambda cd: cd.data.__setitem__("eval_source", "x.jsonl"), "either eval_source or eval_fraction"),
-], ids=["one-temperature", "no-init", "model-typo", "no-source", "two-splits"])
+    (lambda cd: cd.evaluator.scoring.browser.__setitem__("hang_timeout", 1),
+     r"config\.evaluator\.scoring\.browser: unknown field\(s\) \['hang_timeout'\]"),
+    (lambda cd: cd.evaluator.scoring.browser.__setitem__("pages_per_worker", 0),
+     r"config\.evaluator\.scoring\.browser: BrowserConfig\.pages_per_worker must be at least 1"),
+], ids=["one-temperature", "no-init", "model-typo", "no-source", "two-splits",
+        "nested-typo", "nested-value"])
 def test_config_errors_name_the_field(edit, match):
     cd = configs.load(str(REPO / "configs/tiny.py"))
     with cd.unlocked():
@@ -124,3 +129,17 @@ def test_two_steps_then_resume_exactly(tmp_path):
     m_part = metrics(part)
     for key in ("loss/pg", "reward/mean", "optim/grad_norm", "policy/entropy"):
         assert m_part[3][key] == pytest.approx(m_full[3][key], rel=1e-5, abs=1e-7), key
+
+
+def test_the_evaluator_config_is_nested_and_settable():
+    """The evaluator's own EvalConfig is a section of the run's: every field is there to set
+    (as on the command line), and the run reads what was set."""
+    from rcca_jax.train.rewards import eval_config
+
+    cd = configs.load(str(REPO / "configs/tiny.py"))
+    assert cd.evaluator.scoring.browser.hang_timeout_ms == 15_000  # filled in by complete()
+    cd.evaluator.scoring.browser.hang_timeout_ms = 20_000
+    cd.evaluator.scoring.retries = 3
+    ev = eval_config(run_config(cd, 8).evaluator)
+    assert (ev.browser.hang_timeout_ms, ev.retries, ev.browser.pages_per_worker) == (20_000, 3, 8)
+    assert ev.browser.coverage  # the run's localization needs it
