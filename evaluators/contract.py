@@ -137,6 +137,22 @@ class JsException:
                    stack_overflow=_STACK_OVERFLOW in message,
                    thrown=_thrown_texts(name, message))
 
+    def to_json(self) -> dict:
+        """The record's JSON object (``thrown`` as a list)."""
+        return {**dataclasses.asdict(self), "thrown": list(self.thrown)}
+
+    @classmethod
+    def from_json(cls, obj: dict) -> "JsException":
+        """Reads ``to_json``'s object; an unknown or missing field is a ValueError naming it."""
+        fields = {f.name for f in dataclasses.fields(cls)}
+        extra = sorted(set(obj) - fields)
+        if extra:
+            raise ValueError(f"field 'exception': unknown field {extra[0]!r}")
+        for k in ("name", "message"):
+            if k not in obj:
+                raise ValueError(f"field 'exception': missing field {k!r}")
+        return cls(**{**obj, "thrown": tuple(obj.get("thrown") or ())})
+
 
 def _thrown_texts(name: str, message: str) -> tuple[str, ...]:
     """What a stackless exception's report can say the thrown value was: Chromium reports
@@ -208,19 +224,18 @@ class Diagnostic:
                 raise ValueError(f"diagnostic field {f.name!r}: not a field of kind {self.kind!r}")
 
     def to_json(self) -> dict:
-        """The record's JSON object: the common fields, then the others that are set."""
+        """The record's JSON object: the common fields, then the others that are set.
+
+        ``__post_init__`` already refused fields foreign to the kind, so only which unset
+        (None) fields to leave out is decided here."""
+        keep = _ALWAYS + _KIND_KEYS.get(self.kind, ())
         out = {}
         for f in dataclasses.fields(self):
             v = getattr(self, f.name)
-            if f.name not in _COMMON and f.name not in KIND_FIELDS[self.kind]:
+            if v is None and f.name not in keep:
                 continue
-            if v is None and f.name not in _ALWAYS and f.name not in _KIND_KEYS.get(self.kind, ()):
-                continue
-            if isinstance(v, Reason):
-                v = v.value
-            elif isinstance(v, JsException):
-                v = {**dataclasses.asdict(v), "thrown": list(v.thrown)}
-            out[f.name] = v
+            out[f.name] = v.to_json() if isinstance(v, JsException) else \
+                v.value if isinstance(v, Reason) else v
         return out
 
     @classmethod
@@ -236,11 +251,9 @@ class Diagnostic:
         for k in ("kind", "reason", "stage", "severity", "message"):
             if k not in kw:
                 raise ValueError(f"{where}: missing field {k!r}")
-        if isinstance(kw.get("exception"), dict):
-            e = dict(kw["exception"])
-            e["thrown"] = tuple(e.get("thrown") or ())
-            kw["exception"] = JsException(**e)
         try:
+            if isinstance(kw.get("exception"), dict):
+                kw["exception"] = JsException.from_json(kw["exception"])
             return cls(**kw)
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
@@ -312,9 +325,7 @@ def upgrade_v1(record: dict) -> dict:
             name, _, message = report.partition(": ")
             exc = JsException.from_report(name, message) if message else \
                 JsException.from_report("Error", name)
-            d["exception"] = Diagnostic(kind="page_error", reason=Reason.UNCAUGHT_AT_LOAD,
-                                        stage="runtime", severity="severe", message="",
-                                        exception=exc).to_json()["exception"]
+            d["exception"] = exc.to_json()
         timed_out = _V1_LIMIT.search(str(d.get("message") or ""))
         if d.get("kind") == "probe_failure" and timed_out and "limit_ms" not in d:
             d["limit_ms"] = float(timed_out.group(1))

@@ -35,6 +35,12 @@ def test_v8_reports_are_taken_apart(name, message, want):
     assert {k: getattr(exc, k) for k in want} == want
 
 
+def test_an_exception_reads_back_what_it_writes():
+    exc = JsException.from_report("TypeError", "Cannot read properties of null (reading 'x')")
+    assert exc.to_json()["thrown"] == list(exc.thrown)
+    assert JsException.from_json(exc.to_json()) == exc
+
+
 def test_a_stackless_throw_names_its_value():
     assert "7" in JsException.from_report("Error", "Uncaught 7").thrown
     assert "too big" in JsException.from_report("Error", "too big").thrown
@@ -53,6 +59,15 @@ def test_diagnostics_reject_a_reason_or_field_of_another_kind():
              "message": "m", "rubric_id": None},
             {"kind": "no_app", "reason": "no_app", "stage": "format", "severity": "severe",
              "message": "m", "rubric_id": None, "colour": "red"}]})
+    page = {"kind": "page_error", "reason": "uncaught_at_load", "stage": "runtime",
+            "severity": "severe", "message": "m", "rubric_id": None}
+    with pytest.raises(ValueError, match=r"diagnostics\[0\]: field 'exception': unknown "
+                                         "field 'colour'"):
+        read_record({"schema_version": 2, "diagnostics": [
+            {**page, "exception": {"name": "Error", "message": "x", "colour": "red"}}]})
+    with pytest.raises(ValueError, match=r"field 'exception': missing field 'message'"):
+        read_record({"schema_version": 2, "diagnostics": [
+            {**page, "exception": {"name": "Error"}}]})
     with pytest.raises(ValueError, match="'schema_version': unknown version 9"):
         read_record({"schema_version": 9, "diagnostics": []})
 

@@ -6,7 +6,7 @@ and the evaluator's diagnostics use. Each span comes with evidence: the rule and
 that ran before a probe failed; ``flow``: data flow among the statements that ran; ``text``:
 matched excerpts) that put it there.
 
-Three methods, selected by name in ``METHODS``:
+Three methods, selected by name in ``CHAINS`` (``METHODS``):
 
 - ``text``: the code graph and the diagnostic's words only (locators, messages, excerpts),
   as RCCA's rubric-to-code localization.
@@ -30,55 +30,80 @@ is the public entry point: it dispatches by method and kind and re-exports the p
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable
 
+from evaluators.localize.combine import Localization, merge_spans, subtract_spans
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.rules import RULES, LocalizeConfig, Rule
 from evaluators.localize.spans_common import (
-    _Case, Localization, merge_spans, ran_functions, resolve_locator, similar_names,
-    subtract_spans,
+    _Case, ran_functions, resolve_locator, similar_names,
 )
 from evaluators.localize.spans_errors import (
     _page_error_naive, _page_error_stack, _page_error_text, _runtime_failure, _syntax_error,
     _syntax_naive, spans_from_text_evidence,
 )
 from evaluators.localize.spans_probe import (
-    _probe_grounded, _probe_naive, _probe_text,
+    _context_step, _definite_bugs_step, _ground_step, _probe_fallback, _probe_naive,
+    _probe_rules,
 )
 
-__all__ = ["LOCALIZED_KINDS", "METHODS", "RULES", "LocalizeConfig", "Localization", "Rule",
-           "localize", "merge_spans",
-           "ran_functions", "resolve_locator", "similar_names", "spans_from_text_evidence",
-           "subtract_spans"]
+__all__ = ["CHAINS", "LOCALIZED_KINDS", "METHODS", "RULES", "LocalizeConfig", "Localization",
+           "Rule", "Step", "localize", "merge_spans", "ran_functions", "resolve_locator",
+           "similar_names", "spans_from_text_evidence", "subtract_spans"]
 
 LOCALIZED_KINDS = frozenset(("syntax_error", "page_error", "probe_failure", "runtime_failure",
                              "no_app"))
 
 
-# -- dispatch ----------------------------------------------------------------------------------
+# -- the chains: which steps run, in which order, for each method and kind ---------------------
 
-_Rules = dict[str, Callable[[_Case], None]]
-_TEXT_RULES: _Rules = {"probe_failure": _probe_text, "page_error": _page_error_text,
-                       "syntax_error": _syntax_error, "runtime_failure": _runtime_failure}
-_GROUNDED_RULES: _Rules = {**_TEXT_RULES, "probe_failure": _probe_grounded,
-                           "page_error": _page_error_stack}
-_NAIVE_RULES: _Rules = {"probe_failure": _probe_naive, "page_error": _page_error_naive,
-                        "syntax_error": _syntax_naive, "runtime_failure": _runtime_failure}
-METHODS: dict[str, _Rules] = {"text": _TEXT_RULES, "grounded": _GROUNDED_RULES,
-                              "naive": _NAIVE_RULES}
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One step of a chain.
+
+    Attributes:
+        run: The step (a registered rule, or a thin step calling one).
+        fallback: Runs only when the steps before it blamed nothing directly.
+    """
+
+    run: Callable[[_Case], None]
+    fallback: bool = False
+
+
+Chain = tuple[Step, ...]
+_PROBE_TEXT: Chain = (Step(_probe_rules), Step(_probe_fallback, fallback=True),
+                      Step(_context_step))
+# Grounding runs after the fallback: coverage confirms or demotes whatever the text found.
+_PROBE_GROUNDED: Chain = (Step(_probe_rules), Step(_probe_fallback, fallback=True),
+                          Step(_ground_step), Step(_definite_bugs_step), Step(_context_step))
+_TEXT: dict[str, Chain] = {
+    "probe_failure": _PROBE_TEXT, "page_error": (Step(_page_error_text),),
+    "syntax_error": (Step(_syntax_error),), "runtime_failure": (Step(_runtime_failure),)}
+CHAINS: dict[str, dict[str, Chain]] = {
+    "text": _TEXT,
+    "grounded": {**_TEXT, "probe_failure": _PROBE_GROUNDED,
+                 "page_error": (Step(_page_error_stack),)},
+    "naive": {"probe_failure": (Step(_probe_naive),), "page_error": (Step(_page_error_naive),),
+              "syntax_error": (Step(_syntax_naive),),
+              "runtime_failure": (Step(_runtime_failure),)},
+}
+METHODS = CHAINS  # the method names (keys) the run config validates against
 
 
 def localize(graph: CodeGraph, diagnostic: dict, method: str = "grounded",
              probe: dict | None = None, cfg: LocalizeConfig = LocalizeConfig()) -> Localization:
     """S_dir, S_ctx and evidence of one diagnostic.
 
+    Runs the chain of (method, kind) in order through one ``combine.Combiner``.
+
     Args:
         graph: Graph of the response the diagnostic is about (built on the whole response).
         diagnostic: One entry of a record's ``diagnostics``.
-        method: A key of ``METHODS``.
+        method: A key of ``CHAINS``.
         probe: The probe of the diagnostic's rubric, when known: lets a failed ``assert``
             find the elements whose saved readings it compared.
-        cfg: Which rules are switched off (`rules.LocalizeConfig`).
+        cfg: Which rules are switched off, and the limits (`rules.LocalizeConfig`).
 
     Returns:
         The localization; empty for kinds that are not localized (info, ``no_app``).
@@ -86,9 +111,11 @@ def localize(graph: CodeGraph, diagnostic: dict, method: str = "grounded",
     Raises:
         KeyError: unknown method.
     """
-    rule = METHODS[method].get(diagnostic.get("kind"))
-    if rule is None:
+    chain = CHAINS[method].get(diagnostic.get("kind"))
+    if chain is None:
         return Localization()
     c = _Case(graph, diagnostic, probe, cfg.validate())
-    rule(c)
+    for step in chain:
+        if not (step.fallback and c.has("dir")):
+            step.run(c)
     return c.result()

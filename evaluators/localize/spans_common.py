@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 import re
 from typing import Iterable, Sequence
 
 from evaluators.contract import Reason
+from evaluators.localize.combine import (  # noqa: F401  (re-exported to the rule modules)
+    Blame, Combiner, Localization, merge_spans, subtract_spans,
+)
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Element, ElementWrite, Span
 from evaluators.localize.rules import LocalizeConfig
@@ -66,66 +70,6 @@ _SELECTOR_NAME = re.compile(r"([#.])((?:[-\w]|\\.)+)")
 _TAG = re.compile(r"<[^>]*>")
 
 
-@dataclasses.dataclass(frozen=True)
-class Localization:
-    """The spans one diagnostic blames.
-
-    Attributes:
-        s_dir: Directly responsible code, merged and sorted.
-        s_ctx: Context (callers, callees, state, HTML), merged, sorted, without S_dir.
-        evidence: ``{"span", "set", "why", "by"}`` per rule application, in rule order.
-    """
-
-    s_dir: tuple[Span, ...] = ()
-    s_ctx: tuple[Span, ...] = ()
-    evidence: tuple[dict, ...] = ()
-
-    def fields(self) -> dict:
-        """The JSON fields added to a diagnostic."""
-        return {"s_dir": [list(s) for s in self.s_dir], "s_ctx": [list(s) for s in self.s_ctx],
-                "evidence": [dict(e) for e in self.evidence]}
-
-
-@dataclasses.dataclass
-class _Item:
-    set: str
-    span: Span
-    why: str
-    by: str
-    fn: int | None  # the function whose running the item depends on; None: not narrowed
-    rule: str = ""  # id of the rule (evaluators.localize.rules) that blamed it
-
-
-def merge_spans(spans: Iterable[Span]) -> list[Span]:
-    """Sorted union of spans; empty spans dropped, touching spans joined."""
-    out: list[list[int]] = []
-    for s, e in sorted(spans):
-        if e <= s:
-            continue
-        if out and s <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], e)
-        else:
-            out.append([s, e])
-    return [(s, e) for s, e in out]
-
-
-def subtract_spans(spans: Sequence[Span], holes: Sequence[Span]) -> list[Span]:
-    """``spans`` minus ``holes``; both merged and sorted."""
-    out, k = [], 0
-    for s, e in spans:
-        while k < len(holes) and holes[k][1] <= s:
-            k += 1
-        j = k
-        while j < len(holes) and holes[j][0] < e:
-            if holes[j][0] > s:
-                out.append((s, holes[j][0]))
-            s = max(s, holes[j][1])
-            j += 1
-        if s < e:
-            out.append((s, e))
-    return out
-
-
 class _Case:
     """One diagnostic being localized: the graph, the facts, and the blame collected."""
 
@@ -136,14 +80,35 @@ class _Case:
         self.probe = probe
         self.cfg = cfg
         self.rules: list[str] = []  # the registered rules running now, innermost last
-        self.items: list[_Item] = []
-        self.failure: _Failure | None = None  # set by the probe-failure rules
+        self.blame = Combiner()
+        self.ran: set[int] | None = None  # functions that ran, once the grounding step set it
+
+    @functools.cached_property
+    def failure(self) -> "_Failure":
+        """The failing probe step resolved against the graph (probe failures only)."""
+        return _failure(self.g, self.d, self.probe)
+
+    @property
+    def rule(self) -> str:
+        """Id of the innermost registered rule running now."""
+        return self.rules[-1] if self.rules else ""
+
+    @property
+    def items(self) -> tuple[Blame, ...]:
+        return self.blame.items
 
     def add(self, which: str, span: Span | None, why: str, by: str = "graph",
             fn: int | None = None) -> None:
-        if span is not None and span[1] > span[0]:
-            self.items.append(_Item(which, (int(span[0]), int(span[1])), why, by, fn,
-                                    self.rules[-1] if self.rules else ""))
+        if span is not None:
+            self.blame.blame(Blame(which, (int(span[0]), int(span[1])), why, by, fn, self.rule))
+
+    def demote(self, test, because: str, by: str = "coverage") -> int:
+        """Moves direct items to the context (``Combiner.demote``), as the running rule."""
+        return self.blame.demote(test, because, self.rule, by)
+
+    def drop(self, test) -> int:
+        """Removes items a narrower blame replaces (``Combiner.drop``), as the running rule."""
+        return self.blame.drop(test, self.rule)
 
     def function(self, which: str, index: int | None, why: str, by: str = "graph",
                  near: int | None = None) -> None:
@@ -178,20 +143,10 @@ class _Case:
         self.add(which, stmt if ok else span, why, by, fn)
 
     def has(self, which: str) -> bool:
-        return any(i.set == which for i in self.items)
+        return self.blame.has(which)
 
     def result(self) -> Localization:
-        n = len(self.g.text)
-        clip = [(i, (max(0, i.span[0]), min(n, i.span[1]))) for i in self.items]
-        s_dir = merge_spans(s for i, s in clip if i.set == "dir")
-        s_ctx = subtract_spans(merge_spans(s for i, s in clip if i.set == "ctx"), s_dir)
-        seen, evidence = set(), []
-        for i, s in clip:
-            if s[1] > s[0] and (i.set, s) not in seen:
-                seen.add((i.set, s))
-                evidence.append({"span": list(s), "set": i.set, "why": i.why, "by": i.by,
-                                 "rule": i.rule})
-        return Localization(tuple(s_dir), tuple(s_ctx), tuple(evidence))
+        return self.blame.result(len(self.g.text))
 
 
 def neighbour_statement(g: CodeGraph, stmt: Span, after: bool) -> Span | None:

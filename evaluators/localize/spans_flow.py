@@ -131,10 +131,7 @@ def _demote_skipped(c: _Case, sliced: dict[int, str], seeds: dict[int, str]) -> 
     idle = {k for k in sliced if _inside(st[k].span, blocks)}
     if all(k in idle for k in seeds):
         return set()
-    for i in c.items:
-        if i.set == "dir" and _inside(i.span, blocks):
-            i.set, i.by = "ctx", "coverage"
-            i.why += _IDLE
+    c.demote(lambda i: _inside(i.span, blocks), _IDLE)
     return idle
 
 
@@ -193,7 +190,6 @@ def replace_long_functions(c: _Case, touched: set) -> None:
     slice blamed instead. A short function stays whole (a missing statement hides in it
     too); a long one is replaced by its statements in the slice, in either set."""
     g = c.g
-    c.items = [i for i in c.items if not (
-        i.fn is not None and i.fn in touched and i.span == g.functions[i.fn].span
-        and i.span[1] - i.span[0] > c.cfg.whole)]
+    c.drop(lambda i: i.fn is not None and i.fn in touched and i.span == g.functions[i.fn].span
+           and i.span[1] - i.span[0] > c.cfg.whole)
 

@@ -21,7 +21,7 @@ from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Element, EventBinding, Span
 from evaluators.localize.spans_common import (
-    _ACTION_EVENTS, _CHECK_WRITES, _TEXT, _bindings_for, _Case, _describe, _failure, _Failure,
+    _ACTION_EVENTS, _CHECK_WRITES, _TEXT, _bindings_for, _Case, _describe, _Failure,
     _fn_at, _other_writes, _write_keys, _writes, ran_functions, similar_names,
 )
 from evaluators.localize.spans_errors import _loops
@@ -324,34 +324,43 @@ def _naive_queries(c: _Case, f: _Failure, why: str) -> None:
                 c.function("dir", q.function, why)
 
 
-@rule("probe.probe_text")
-def _probe_text(c: _Case) -> None:
-    _probe_rules(c)
-    _context(c)
-
-
 @rule("probe.probe_rules")
 def _probe_rules(c: _Case) -> None:
     """The text rules of a probe failure, without the context of what they blamed."""
-    f = _failure(c.g, c.d, c.probe)
-    c.failure = f
+    f = c.failure
     if c.d.get("reason") in _STOPPED_PAGE:
         _loops(c)
     (_missing_element if f.missing else _failed_check)(c, f)
     _dangling_queries(c, f)
     _misdirected_queries(c, f)
     _unbound_actor(c, f)
-    if not c.has("dir"):
-        _naive_queries(c, f, "fallback: the function looking up the failing element")
+
+
+def _probe_fallback(c: _Case) -> None:
+    """The chains' fallback step: the functions looking up the failing element."""
+    _naive_queries(c, c.failure, "fallback: the function looking up the failing element")
 
 
 @rule("probe.probe_naive")
 def _probe_naive(c: _Case) -> None:
-    _naive_queries(c, _failure(c.g, c.d, c.probe), "function querying the failing element")
+    _naive_queries(c, c.failure, "function querying the failing element")
+
+
+def _ground_step(c: _Case) -> None:
+    c.ran = _ground(c)
+
+
+def _definite_bugs_step(c: _Case) -> None:
+    blame_definite_bugs(c, c.ran)
+
+
+def _context_step(c: _Case) -> None:
+    _context(c, c.ran)
 
 
 # -- execution grounding -----------------------------------------------------------------------
 
+@rule("probe.ground")
 def _ground(c: _Case) -> set[int] | None:
     """Execution grounding of a probe failure with the functions that ran since load.
 
@@ -403,12 +412,9 @@ def _ground(c: _Case) -> set[int] | None:
         follow_actor_value(c, f, ran)  # and where the value of the input acted on went
     if writes and keys is not None and not f.missing:
         _expected_written_elsewhere(c, f, keys, ran, what)
-    direct = [i for i in c.items if i.set == "dir" and i.fn is not None]
-    if any(i.fn in ran for i in direct):
-        for i in direct:
-            if i.fn not in ran:
-                i.set, i.by = "ctx", "coverage"
-                i.why += "; did not run before the failure"
+    if c.blame.direct_functions() & ran:
+        c.demote(lambda i: i.fn is not None and i.fn not in ran,
+                 "; did not run before the failure")
     return ran or None
 
 
@@ -416,10 +422,7 @@ def _ground(c: _Case) -> set[int] | None:
 def _nothing_ran(c: _Case) -> None:
     """An action ran no code at all: its handler was never bound, so blame the wiring (the
     registrations and the start-up code that should have made them), not the handlers."""
-    for i in c.items:
-        if i.set == "dir" and i.fn is not None:
-            i.set, i.by = "ctx", "coverage"
-            i.why += "; no code ran after the action"
+    c.demote(lambda i: i.fn is not None, "; no code ran after the action")
     for b in c.g.event_bindings:
         if b.global_target and (b.event or "").lower() in ("load", "domcontentloaded"):
             named = re.fullmatch(r"[\w$.]+", b.handler_text)
@@ -430,10 +433,3 @@ def _nothing_ran(c: _Case) -> None:
         if fn.name in ("setup", "init", "main") and fn.parent is None:
             c.function("ctx", fn.index, "start-up function", "coverage")
 
-
-@rule("probe.probe_grounded")
-def _probe_grounded(c: _Case) -> None:
-    _probe_rules(c)
-    ran = _ground(c)
-    blame_definite_bugs(c, ran)
-    _context(c, ran)

@@ -68,7 +68,5 @@ def blame_definite_bugs(c: _Case, ran: set[int] | None) -> None:
                         q.function, "coverage")
             if q.function is not None:
                 hit_functions.add(q.function)
-    for i in c.items:
-        if i.set == "dir" and i.fn in hit_functions and i.span == g.functions[i.fn].span:
-            i.set, i.by = "ctx", "coverage"
-            i.why += "; narrowed to the value read that cannot work"
+    c.demote(lambda i: i.fn in hit_functions and i.span == g.functions[i.fn].span,
+             "; narrowed to the value read that cannot work")

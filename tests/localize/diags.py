@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 
 from evaluators.contract import JsException
 
@@ -37,8 +36,7 @@ def exception(report: str) -> dict:
     """The ``exception`` field the evaluator writes for a page's report ``Name: message``."""
     report = report.removeprefix("uncaught ")
     name, _, message = report.partition(": ") if ": " in report else ("", "", report)
-    exc = JsException.from_report(name, message)
-    return {**dataclasses.asdict(exc), "thrown": list(exc.thrown)}
+    return JsException.from_report(name, message).to_json()
 
 
 def page_error(message: str, frames: list[dict], **kw) -> dict:

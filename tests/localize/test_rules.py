@@ -48,6 +48,40 @@ def test_a_rule_switched_off_blames_nothing_and_the_others_still_run():
     assert off.s_ctx != on.s_ctx
 
 
+@pytest.mark.parametrize("method", ["text", "grounded", "naive"])
+def test_any_one_rule_switched_off_still_localizes(method):
+    """Ablation runs every chain with each rule off: no step may depend on another rule
+    having run (the benchmark's ablation table switches each off in turn)."""
+    g = build_graph(TEXT)
+    cov = {"functions": [{"name": f.name, "start": f.span[0], "end": f.span[1], "count": 1}
+                         for f in g.functions_named("onGo")]}
+    check = {"expect": "text", "locator": "#out", "value": "ok"}
+    diags = [_error(), probe_failure(check, {"do": "click", "locator": "#go"}),
+             probe_failure(check, {"do": "click", "locator": "#go"}, coverage=cov),
+             probe_failure({"expect": "visible", "locator": "#gone"}, None,
+                           reason="missing_element"),
+             {"kind": "runtime_failure", "reason": "hang", "message": "hung"}]
+    for rid in RULES:
+        for d in diags:
+            loc = localize(g, d, method, cfg=LocalizeConfig({rid}))
+            assert not any(e["rule"] == rid for e in loc.evidence), (rid, d["kind"])
+
+
+def test_a_demotion_names_the_rule_that_demoted():
+    """Grounding moves a blamed handler that did not run to the context, and says so."""
+    g = build_graph(TEXT)
+    ran_render = {"functions": [{"name": "render", "start": f.span[0], "end": f.span[1],
+                                 "count": 1} for f in g.functions_named("render")]}
+    d = probe_failure({"expect": "text", "locator": "#out", "value": "ok"},
+                      {"do": "click", "locator": "#go"}, coverage=ran_render)
+    loc = localize(g, d)
+    on_go = list(g.functions_named("onGo")[0].span)
+    demoted = [e for e in loc.evidence if e["span"] == on_go]
+    assert demoted and all(e["set"] == "ctx" for e in demoted), loc.evidence
+    assert {e.get("demoted_by") for e in demoted} == {"probe.ground"}
+    assert all(e["rule"] != "probe.ground" for e in demoted)
+
+
 def test_unknown_or_twice_registered_rules_are_errors():
     with pytest.raises(ValueError, match="unknown rule 'errors.nope'"):
         localize(build_graph(TEXT), _error(), cfg=LocalizeConfig({"errors.nope"}))

@@ -1,0 +1,169 @@
+"""The combiner: the one place where blame is collected, demoted, dropped and merged.
+
+Rules (``evaluators.localize.rules``) decide *what* to blame; they never touch the collected
+items themselves. They hand the combiner three kinds of operation, each tagged with the id of
+the rule that asked for it:
+
+- ``blame``: a span into S_dir (``dir``) or S_ctx (``ctx``), with the facts behind it;
+- ``demote``: direct items that match a test move to the context, because execution showed
+  they are not where this failure happened; the item keeps the rule that blamed it and records
+  the rule that demoted it (``demoted_by``), so a benchmark can ask both;
+- ``drop``: items that a narrower blame replaces (a long function whose statements a slice
+  blamed), recorded in ``dropped`` with the dropping rule.
+
+Ordering and fallback are declared with the chains in ``evaluators.localize.spans``: the chain
+of a (method, kind) is a tuple of steps run in order; a step marked ``fallback`` runs only
+when the steps before it blamed nothing directly. ``result`` merges what is left: S_dir is
+the union of the direct items, S_ctx the union of the context items minus S_dir, and the
+evidence lists each distinct (set, span) once, in the order it was blamed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Iterable, Sequence
+
+from evaluators.localize.model import Span
+
+
+@dataclasses.dataclass(frozen=True)
+class Localization:
+    """The spans one diagnostic blames.
+
+    Attributes:
+        s_dir: Directly responsible code, merged and sorted.
+        s_ctx: Context (callers, callees, state, HTML), merged, sorted, without S_dir.
+        evidence: ``{"span", "set", "why", "by", "rule"[, "demoted_by"]}`` per blame, in
+            the order blamed.
+    """
+
+    s_dir: tuple[Span, ...] = ()
+    s_ctx: tuple[Span, ...] = ()
+    evidence: tuple[dict, ...] = ()
+
+    def fields(self) -> dict:
+        """The JSON fields added to a diagnostic."""
+        return {"s_dir": [list(s) for s in self.s_dir], "s_ctx": [list(s) for s in self.s_ctx],
+                "evidence": [dict(e) for e in self.evidence]}
+
+
+@dataclasses.dataclass(frozen=True)
+class Blame:
+    """One blamed span.
+
+    Attributes:
+        set: ``dir`` or ``ctx``.
+        span: ``[start, end)`` in response coordinates.
+        why: The reason in words (for people; nothing reads it back).
+        by: The kind of fact behind it: graph, stack, coverage, flow or text.
+        fn: The graph function whose running the blame depends on; None when it does not
+            depend on one running (top-level code, HTML, CSS).
+        rule: Id of the rule that blamed it.
+        demoted_by: Id of the rule that moved it from S_dir to S_ctx, if one did.
+    """
+
+    set: str
+    span: Span
+    why: str
+    by: str
+    fn: int | None
+    rule: str = ""
+    demoted_by: str = ""
+
+
+def merge_spans(spans: Iterable[Span]) -> list[Span]:
+    """Sorted union of spans; empty spans dropped, touching spans joined."""
+    out: list[list[int]] = []
+    for s, e in sorted(spans):
+        if e <= s:
+            continue
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def subtract_spans(spans: Sequence[Span], holes: Sequence[Span]) -> list[Span]:
+    """``spans`` minus ``holes``; both merged and sorted."""
+    out, k = [], 0
+    for s, e in spans:
+        while k < len(holes) and holes[k][1] <= s:
+            k += 1
+        j = k
+        while j < len(holes) and holes[j][0] < e:
+            if holes[j][0] > s:
+                out.append((s, holes[j][0]))
+            s = max(s, holes[j][1])
+            j += 1
+        if s < e:
+            out.append((s, e))
+    return out
+
+
+class Combiner:
+    """The blame of one diagnostic, changed only through ``blame``, ``demote`` and ``drop``."""
+
+    def __init__(self) -> None:
+        self._items: list[Blame] = []
+        self.dropped: list[tuple[Blame, str]] = []  # (item, id of the rule that dropped it)
+
+    @property
+    def items(self) -> tuple[Blame, ...]:
+        """What is blamed now, in the order blamed (read-only: rules read, never write)."""
+        return tuple(self._items)
+
+    def blame(self, item: Blame) -> None:
+        if item.span[1] > item.span[0]:
+            self._items.append(item)
+
+    def has(self, which: str) -> bool:
+        return any(i.set == which for i in self._items)
+
+    def direct_functions(self) -> set[int]:
+        """The functions of the direct items that depend on one running."""
+        return {i.fn for i in self._items if i.set == "dir" and i.fn is not None}
+
+    def demote(self, test: Callable[[Blame], bool], because: str, rule: str,
+               by: str = "coverage") -> int:
+        """Moves the direct items for which ``test`` holds to the context; returns how many.
+
+        Args:
+            test: Which direct items to demote.
+            because: Appended to each demoted item's ``why``.
+            rule: Id of the rule demoting them (kept as ``demoted_by``).
+            by: The fact that demotes them (their ``by`` becomes it).
+        """
+        n = 0
+        for k, i in enumerate(self._items):
+            if i.set == "dir" and test(i):
+                self._items[k] = dataclasses.replace(i, set="ctx", by=by, why=i.why + because,
+                                                     demoted_by=rule)
+                n += 1
+        return n
+
+    def drop(self, test: Callable[[Blame], bool], rule: str) -> int:
+        """Removes the items for which ``test`` holds (a narrower blame replaces them)."""
+        keep = []
+        for i in self._items:
+            if test(i):
+                self.dropped.append((i, rule))
+            else:
+                keep.append(i)
+        n, self._items = len(self._items) - len(keep), keep
+        return n
+
+    def result(self, n: int) -> Localization:
+        """S_dir, S_ctx and the evidence, spans clipped to ``[0, n)``."""
+        clip = [(i, (max(0, i.span[0]), min(n, i.span[1]))) for i in self._items]
+        s_dir = merge_spans(s for i, s in clip if i.set == "dir")
+        s_ctx = subtract_spans(merge_spans(s for i, s in clip if i.set == "ctx"), s_dir)
+        seen, evidence = set(), []
+        for i, s in clip:
+            if s[1] > s[0] and (i.set, s) not in seen:
+                seen.add((i.set, s))
+                e = {"span": list(s), "set": i.set, "why": i.why, "by": i.by, "rule": i.rule}
+                if i.demoted_by:
+                    e["demoted_by"] = i.demoted_by
+                evidence.append(e)
+        return Localization(tuple(s_dir), tuple(s_ctx), tuple(evidence))
