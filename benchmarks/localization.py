@@ -381,7 +381,11 @@ def measure(rec: dict, task: Task, method: str, ranges: np.ndarray,
     hit = {e["rule"] for d in counted for e in d["evidence"]
            if e["set"] == "dir" and _overlap(fault, [tuple(e["span"])])}
     blamed = {e["rule"] for d in counted for e in d["evidence"] if e["set"] == "dir"}
+    demoted = [e for d in counted for e in d["evidence"] if e.get("demoted_by")]
     return {"rules_hit": hit, "rules_blamed": blamed,
+            "rules_demoted": {e["demoted_by"] for e in demoted},
+            "rules_demoted_fault": {e["demoted_by"] for e in demoted
+                                    if _overlap(fault, [tuple(e["span"])])},
             "hit_dir": _inside(fault, s_dir), "hit_all": _inside(fault, s_all),
             "precision": _overlap(fault, s_dir) / dir_chars if dir_chars else 0.0,
             "dir_share": dir_chars / max(1, ext["end"] - ext["start"]), "ratio": float(ratio),
@@ -418,7 +422,8 @@ def evaluate(mutants: list[dict], tasks: dict[str, Task], tok) -> list[list]:
 
 def rule_rows(mutants: list[dict], tasks: dict[str, Task], tok) -> list[list]:
     """Per rule (grounded): mutants where it blamed something directly, mutants where its
-    direct blame overlaps the fault, and ALL's hit@dir, hit@dir+ctx and w-ratio with the rule
+    direct blame overlaps the fault, mutants where it demoted blame to the context, and where
+    what it demoted held the fault; and ALL's hit@dir, hit@dir+ctx and w-ratio with the rule
     switched off (ablation; the base row first)."""
     ranges = [token_char_ranges(rec["response"], tok) for rec in mutants]
 
@@ -433,12 +438,12 @@ def rule_rows(mutants: list[dict], tasks: dict[str, Task], tok) -> list[list]:
                 f"{statistics.fmean(m['ratio'] for m in ms) if ms else 0:.2f}x"]
 
     base = run_all(LocalizeConfig())
-    rows = [["(all rules on)", "", "", *summary(base)]]
-    used = sorted({r for m in base for r in m["rules_blamed"]} - {""})
+    rows = [["(all rules on)", "", "", "", "", *summary(base)]]
+    used = sorted({r for m in base for r in m["rules_blamed"] | m["rules_demoted"]} - {""})
     for rule_id in used:
-        blamed = sum(rule_id in m["rules_blamed"] for m in base)
-        hits = sum(rule_id in m["rules_hit"] for m in base)
-        rows.append([rule_id, blamed, hits, *summary(run_all(LocalizeConfig({rule_id})))])
+        counts = [sum(rule_id in m[k] for m in base) for k in
+                  ("rules_blamed", "rules_hit", "rules_demoted", "rules_demoted_fault")]
+        rows.append([rule_id, *counts, *summary(run_all(LocalizeConfig({rule_id})))])
     return rows
 
 
@@ -484,9 +489,10 @@ def run(cfg: BenchConfig) -> None:
                                                   by_kind.items()))
     if cfg.rules:
         print("\nPer rule (grounded, ALL): mutants it blamed directly, mutants whose fault its "
-              "direct blame overlaps, and the figures with it switched off\n")
-        print(table(["rule", "blamed", "hits", "hit@dir off", "hit@dir+ctx off", "w-ratio off"],
-                    rule_rows(kept, tasks, tok)))
+              "direct blame overlaps, mutants where it demoted blame (and the fault with it), "
+              "and the figures with it switched off\n")
+        print(table(["rule", "blamed", "hits", "demoted", "demoted fault", "hit@dir off",
+                     "hit@dir+ctx off", "w-ratio off"], rule_rows(kept, tasks, tok)))
     med, med20, n20 = speed(kept, tasks, tok)
     print(f"speed (grounded, CPU time): median {med:.1f} ms per record, {med20:.1f} ms for the "
           f"{n20} records of 15-25 KB")

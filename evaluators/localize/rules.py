@@ -73,6 +73,20 @@ class LocalizeConfig:
       path_limit: Longest statement blamed as the code just before a read (characters).
       run_limit: Longest run of sibling assignments blamed with the gaps between them.
       run_statements: Most start-up statements blamed before a frame.
+      entry_functions: Names of top-level functions taken for an app's start-up code (p5's
+        ``setup`` and ``preload``, and the usual hand-written entry points): a frame in one
+        blames the start-up statements before it, and when an action ran no code they are
+        context of the wiring that should have bound its handler.
+      kind_words: Words that say what kind of element an id or variable names, not which
+        one (``slider`` in ``trimSlider``): dropped before comparing the topic of two names.
+      role_suffixes: Endings that say a variable holds an element (``outputEl``): dropped
+        before matching a variable to an element id.
+      similar_ratio: difflib ratio from which two names count as ones a model could have
+        confused (after equal-up-to-separators and same-words-reordered, which always count).
+
+    The word lists are the rules' only knowledge of how apps name things; the platform's own
+    vocabulary (DOM properties, event names, what each check reads) stays with the rules as
+    module constants, since it is a fact of the browser, not a setting.
     """
 
     disabled_rules: frozenset[str] = frozenset()
@@ -89,9 +103,19 @@ class LocalizeConfig:
     path_limit: int = 600
     run_limit: int = 1200
     run_statements: int = 12
+    entry_functions: frozenset[str] = frozenset(("setup", "preload", "init", "main",
+                                                 "initialize"))
+    kind_words: frozenset[str] = frozenset((
+        "slider", "range", "btn", "button", "input", "select", "checkbox", "radio", "toggle",
+        "label", "field", "control", "ctrl", "value", "val", "display", "el", "elem",
+        "element", "node", "ref"))
+    role_suffixes: tuple[str, ...] = ("el", "elem", "element", "node", "ref")
+    similar_ratio: float = 0.8
 
     def __post_init__(self):
-        object.__setattr__(self, "disabled_rules", frozenset(self.disabled_rules))
+        for name in ("disabled_rules", "entry_functions", "kind_words"):
+            object.__setattr__(self, name, frozenset(getattr(self, name)))
+        object.__setattr__(self, "role_suffixes", tuple(self.role_suffixes))
 
     def validate(self) -> "LocalizeConfig":
         """Checks the ids against the registry (once every rule module is imported)."""

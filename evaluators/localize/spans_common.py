@@ -298,9 +298,9 @@ def name_words(name: str) -> tuple[str, ...]:
     return tuple(sorted(w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w))
 
 
-def similar_names(a: str, b: str) -> bool:
+def similar_names(a: str, b: str, ratio: float = LocalizeConfig.similar_ratio) -> bool:
     """Names a model could have confused: equal up to case and separators, the same words in
-    another order, or close."""
+    another order, or close (difflib ratio at least ``ratio``)."""
     na, nb = _norm(a), _norm(b)
     if not na or not nb:
         return False
@@ -310,7 +310,7 @@ def similar_names(a: str, b: str) -> bool:
     short, long = sorted((na, nb), key=len)
     if na == nb or (len(short) >= 4 and short in long and len(short) >= len(long) / 2):
         return True
-    return difflib.SequenceMatcher(None, na, nb).ratio() >= 0.8
+    return difflib.SequenceMatcher(None, na, nb).ratio() >= ratio
 
 
 # -- what a probe failure says -----------------------------------------------------------------

@@ -267,11 +267,12 @@ def _named_in_message(c: _Case, by: str) -> None:
                         f"which lacks what the code calls on it", q.function, by)
     name = name.split(".")[-1]
     for fn in c.g.functions:
-        if fn.name and fn.name != name and similar_names(fn.name, name):
+        if fn.name and fn.name != name and similar_names(fn.name, name, c.cfg.similar_ratio):
             c.add("ctx", fn.span, f"function {fn.name} is named like the missing {name}", by,
                   fn.index)
     for v in c.g.state_vars:
-        if v.decl and v.name != name and similar_names(v.name.split(".")[-1], name):
+        if v.decl and v.name != name and similar_names(v.name.split(".")[-1], name,
+                                                       c.cfg.similar_ratio):
             c.add("ctx", v.decl, f"{v.name} is named like the missing {name}", by)
 
 

@@ -225,7 +225,8 @@ def _missing_element(c: _Case, f: _Failure) -> None:
               "when the probe ran")
     if not f.targets:
         for e in g.elements:
-            if any(similar_names(n, v) for n in f.names for v in (e.id or "",) + e.classes):
+            if any(similar_names(n, v, c.cfg.similar_ratio)
+                   for n in f.names for v in (e.id or "",) + e.classes):
                 near.append(e.index)
                 c.add("dir", e.start_tag, f"element {_describe(g, [e.index])} is named like "
                       f"the missing {', '.join(f.names[:2])}")
@@ -430,6 +431,6 @@ def _nothing_ran(c: _Case) -> None:
                   f"start-up binding ({b.target_text} '{b.event}'): nothing ran after the "
                   "action, so the handlers may never have been bound", "coverage")
     for fn in c.g.functions:
-        if fn.name in ("setup", "init", "main") and fn.parent is None:
+        if fn.name in c.cfg.entry_functions and fn.parent is None:
             c.function("ctx", fn.index, "start-up function", "coverage")
 

@@ -31,7 +31,6 @@ from evaluators.localize.spans_common import neighbour_statement as _neighbour
 _NO_VALUE = re.compile(r"[\w$]+\s*(?:=\s*(?:null|undefined|void\s+0))?\s*")
 _EMPTY = re.compile(r"[\w$]+\s*=\s*(?:\[\s*\]|\{\s*\}|new\s+(?:Map|Set|Array|Object)\s*\(\s*\))\s*")
 _ASSIGN = re.compile(r"\s*(?:(?:[-+*/%&|^]|\*\*|<<|>>>?|&&|\|\||\?\?)?=(?!=)|\+\+|--)")
-_ENTRY = frozenset(("setup", "preload", "init", "main", "initialize"))
 _DECLARATION = re.compile(r"(?:export\s+)?(?:async\s+)?(?:function|class)\b")
 _METHOD_CALL = re.compile(r"\s*\??\.\s*[A-Za-z_$][\w$]*\s*\(")  # `.moveTo(` after a read
 
@@ -226,7 +225,7 @@ def unset_state_at(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
             c.add("dir", prev, f"runs just before the read of {names} (frame {k}) and does not "
                   "set it, which no code does", by)
         fn = _fn_at(g, off)
-        if fn is not None and g.functions[fn].name in _ENTRY:
+        if fn is not None and g.functions[fn].name in c.cfg.entry_functions:
             c.function("ctx", fn, f"start-up function on the stack, where {names} is not set",
                        by)
             _start_up_before(c, fn, off, names, by)

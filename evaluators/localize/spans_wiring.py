@@ -50,23 +50,24 @@ def _dangling_queries(c: _Case, f: _Failure) -> None:
         arg = (q.argument or "").strip().lstrip("#.")
         if q.elements or not arg or not re.fullmatch(r"[-\w]+", arg):
             continue
-        if any(similar_names(arg, n) for n in wanted) and arg not in wanted:
+        if any(similar_names(arg, n, c.cfg.similar_ratio) for n in wanted) and arg not in wanted:
             c.statement("dir", q.span, f"queries '{arg}', which no element has (the probe "
                         f"expects {', '.join(wanted[:2])})", q.function)
 
 
-_ROLE_WORDS = re.compile(r"(?:el|elem|element|node|ref)$")
 _KEY = re.compile(r"(?<![\w$])([\w$]+)\s*:\s*$")  # `trim: ` before a lookup in an object
-# Words that say what kind of element an id or variable names, not which one.
-_KIND_WORDS = frozenset(("slider", "range", "btn", "button", "input", "select", "checkbox",
-                         "radio", "toggle", "label", "field", "control", "ctrl", "value", "val",
-                         "display", "el", "elem", "element", "node", "ref"))
 
 
-def _topic(name: str) -> tuple[str, ...]:
+def _topic(name: str, kind_words: frozenset[str]) -> tuple[str, ...]:
     """The words of a name less its kind words (``trim`` for ``slider-trim``, ``trimSlider``
     and ``controls.trim``)."""
-    return tuple(w for w in name_words(name) if w not in _KIND_WORDS)
+    return tuple(w for w in name_words(name) if w not in kind_words)
+
+
+def _without_role(norm: str, suffixes: tuple[str, ...]) -> str:
+    """A normalised variable name less its longest role ending (``output`` for ``outputel``)."""
+    return next((norm[:-len(s)] for s in sorted(suffixes, key=len, reverse=True)
+                 if s and norm.endswith(s)), norm)
 
 
 def _named_with_words_of(g: CodeGraph, var: str, looked_up: str, wanted) -> int | None:
@@ -96,13 +97,15 @@ def _misdirected_queries(c: _Case, f: _Failure) -> None:
         if not q.variable or not q.exact or q.method != "getElementById":
             continue
         var = q.variable.split(".")[-1]
-        named = by_norm.get(_norm(var)) or by_norm.get(_ROLE_WORDS.sub("", _norm(var)))
+        named = by_norm.get(_norm(var)) or by_norm.get(
+            _without_role(_norm(var), c.cfg.role_suffixes))
         if named is None:  # a variable named like an element the probe used
-            named = next((g.element_by_id(n).index for n in wanted
-                          if g.element_by_id(n) is not None and similar_names(var, n)), None)
-        if named is None and _topic(var):  # or after what such an element controls
-            named = next((g.element_by_id(n).index for n in wanted
-                          if g.element_by_id(n) is not None and _topic(n) == _topic(var)), None)
+            named = next((g.element_by_id(n).index for n in wanted if g.element_by_id(n)
+                          is not None and similar_names(var, n, c.cfg.similar_ratio)), None)
+        topic = _topic(var, c.cfg.kind_words)
+        if named is None and topic:  # or after what such an element controls
+            named = next((g.element_by_id(n).index for n in wanted if g.element_by_id(n)
+                          is not None and _topic(n, c.cfg.kind_words) == topic), None)
         if named is None:  # or with words of its id, looking up an id with none of them
             named = _named_with_words_of(g, var, q.argument or "", wanted)
         if named is None or named in q.elements:

@@ -14,6 +14,8 @@ from typing import Any, Mapping
 import ml_collections
 
 from evaluators.config import EvalConfig
+from evaluators.localize.rules import LocalizeConfig
+from evaluators.localize.weights import WeightConfig
 from rcca_jax.configs import ConfigError, _plain, mesh_shape
 from rcca_jax.models.config import RUNTIME_FIELDS, LingConfig
 from rcca_jax.rl.sampler import SamplerConfig
@@ -119,6 +121,11 @@ class EvaluatorConfig:
         `--config.evaluator.scoring.browser.probe_time_limit_ms=10000`. The run turns JS
         coverage on (localization needs it); the reward's penalty and ceiling tables have
         tuple keys and are set in Python, not in a config file.
+      localize: `evaluators.localize.rules.LocalizeConfig`, what the workers' localizer
+        reads: rules switched off (ids checked against the rule registry), limits and the
+        naming words, e.g. `--config.evaluator.localize.disabled_rules="('probe.binding',)"`.
+      weights: `evaluators.localize.weights.WeightConfig`, the base token weights (direct,
+        context, other, cap) the workers compute; the sign rule stays in `config.train`.
     """
 
     backend: str = "local"
@@ -126,6 +133,13 @@ class EvaluatorConfig:
     workers: int = 1
     max_pending: int = 256
     scoring: EvalConfig = dataclasses.field(default_factory=EvalConfig)
+    localize: LocalizeConfig = dataclasses.field(default_factory=LocalizeConfig)
+    weights: WeightConfig = dataclasses.field(default_factory=WeightConfig)
+
+    def __post_init__(self):
+        import evaluators.localize.spans  # noqa: F401  (registers every rule)
+
+        self.localize.validate()  # a ValueError naming the unknown rule id
 
 
 @dataclasses.dataclass(frozen=True)
@@ -299,6 +313,8 @@ def _default(f: dataclasses.Field):
         value = f.default_factory()
     else:
         return dataclasses.MISSING
+    if isinstance(value, frozenset):  # a set: the command line writes it as a tuple
+        return tuple(sorted(value))
     if value is None:  # typed, so the command line can set it (ml-collections placeholder)
         kind = _OPTIONAL.get(str(f.type))
         return ml_collections.config_dict.placeholder(kind) if kind else dataclasses.MISSING

@@ -99,7 +99,8 @@ class Fleet:
         self.tasks, self.cfg, self.tokenizer, self.method = tasks, cfg, tokenizer, method
         self.reward_of = REWARDS[reward]
         self.eval_cfg = eval_config(cfg)
-        self.localizer = None if method is None else Localizer(tokenizer, method)
+        self.localizer = None if method is None else Localizer(
+            tokenizer, method, weights=cfg.weights, rules=cfg.localize)
 
     def _submit(self, rows: list[dict]) -> object:
         raise NotImplementedError

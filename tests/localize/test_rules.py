@@ -109,3 +109,28 @@ def test_limits_are_settings_of_the_config():
     assert any(e["span"] == on_go for e in whole.evidence if e["set"] == "ctx")
     assert not any(e["span"] == on_go for e in cut.evidence)
     assert any(e["span"][0] == on_go[0] and e["span"][1] < on_go[1] for e in cut.evidence)
+
+
+def test_naming_words_are_settings_of_the_config():
+    """How apps name things is configuration: an app whose start-up function is ``boot`` is
+    read as one only when ``boot`` is listed, and names compare at the configured ratio."""
+    from evaluators.localize.spans_common import similar_names
+
+    app = """<button id="go">go</button><p id="out"></p>
+<script>
+function show() { document.getElementById('out').textContent = 'ok'; }
+function boot() { document.getElementById('go').addEventListener('click', show); }
+window.addEventListener('load', boot);
+</script>"""
+    g = build_graph(app)
+    d = probe_failure({"expect": "text", "locator": "#out", "value": "ok"},
+                      {"do": "click", "locator": "#go"}, coverage={"functions": []})
+    boot = list(g.functions_named("boot")[0].span)
+    default = localize(g, d)
+    listed = localize(g, d, cfg=LocalizeConfig(
+        entry_functions=LocalizeConfig.entry_functions | {"boot"}))
+    start_up = lambda loc: [e for e in loc.evidence  # noqa: E731
+                            if e["span"] == boot and e["why"] == "start-up function"]
+    assert not start_up(default) and start_up(listed)
+    assert similar_names("scoreLabel", "scoreLabl")
+    assert not similar_names("scoreLabel", "scoreLabl", ratio=0.99)

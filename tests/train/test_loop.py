@@ -74,8 +74,12 @@ def test_tiny_configs_validate():
      r"config\.evaluator\.scoring\.browser: unknown field\(s\) \['hang_timeout'\]"),
     (lambda cd: cd.evaluator.scoring.browser.__setitem__("pages_per_worker", 0),
      r"config\.evaluator\.scoring\.browser: BrowserConfig\.pages_per_worker must be at least 1"),
+    (lambda cd: cd.evaluator.localize.__setitem__("disabled_rules", ("probe.bindingz",)),
+     r"config\.evaluator: .*unknown rule 'probe\.bindingz'"),
+    (lambda cd: cd.evaluator.weights.__setitem__("direkt", 2.0),
+     r"config\.evaluator\.weights: unknown field\(s\) \['direkt'\]"),
 ], ids=["one-temperature", "no-init", "model-typo", "no-source", "two-splits",
-        "nested-typo", "nested-value"])
+        "nested-typo", "nested-value", "unknown-rule", "weights-typo"])
 def test_config_errors_name_the_field(edit, match):
     cd = configs.load(str(REPO / "configs/tiny.py"))
     with cd.unlocked():
@@ -143,3 +147,21 @@ def test_the_evaluator_config_is_nested_and_settable():
     ev = eval_config(run_config(cd, 8).evaluator)
     assert (ev.browser.hang_timeout_ms, ev.retries, ev.browser.pages_per_worker) == (20_000, 3, 8)
     assert ev.browser.coverage  # the run's localization needs it
+
+
+def test_localization_settings_reach_the_workers_localizer():
+    """Rules switched off, limits, naming words and base weights are run settings, and the
+    fleet's localizer (what the workers run) is built from them."""
+    from rcca_jax.train.rewards import Fleet
+
+    cd = configs.load(str(REPO / "configs/tiny.py"))
+    assert cd.evaluator.localize.disabled_rules == ()  # filled in, settable as a tuple
+    assert "setup" in cd.evaluator.localize.entry_functions
+    cd.evaluator.localize.disabled_rules = ("probe.binding",)
+    cd.evaluator.localize.entry_functions = ("boot",)
+    cd.evaluator.weights.direct = 2.5
+    ev = run_config(cd, 8).evaluator
+    loc = Fleet({}, ev, tokenizer=None).localizer
+    assert loc.rules.disabled_rules == frozenset({"probe.binding"})
+    assert loc.rules.entry_functions == frozenset({"boot"})
+    assert loc.weights.direct == 2.5 and loc.weights.cap == 4.0
