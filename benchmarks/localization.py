@@ -361,6 +361,11 @@ def _overlap(span: tuple[int, int], spans: list[tuple[int, int]]) -> int:
     return sum(max(0, min(span[1], e) - max(span[0], s)) for s, e in spans)
 
 
+def _rules_of(evidence: dict) -> list[str]:
+    """Every rule that blamed an evidence item's span (the first, then the others)."""
+    return [evidence["rule"], *evidence.get("also", ())]
+
+
 def measure(rec: dict, task: Task, method: str, ranges: np.ndarray,
             rules: LocalizeConfig = LocalizeConfig()) -> dict:
     """hit@dir, hit@dir+ctx, precision, dir share and weight ratio of one localized mutant,
@@ -378,9 +383,9 @@ def measure(rec: dict, task: Task, method: str, ranges: np.ndarray,
     best, _ = weights_from_spans(ranges, [([fault], []) for _ in counted])
     oracle = (best[faulty].sum() / best.sum()) / (faulty.sum() / len(w)) if faulty.any() else 1.0
     ext = rec["extraction"]
-    hit = {e["rule"] for d in counted for e in d["evidence"]
+    hit = {r for d in counted for e in d["evidence"] for r in _rules_of(e)
            if e["set"] == "dir" and _overlap(fault, [tuple(e["span"])])}
-    blamed = {e["rule"] for d in counted for e in d["evidence"] if e["set"] == "dir"}
+    blamed = {r for d in counted for e in d["evidence"] for r in _rules_of(e) if e["set"] == "dir"}
     demoted = [e for d in counted for e in d["evidence"] if e.get("demoted_by")]
     return {"rules_hit": hit, "rules_blamed": blamed,
             "rules_demoted": {e["demoted_by"] for e in demoted},

@@ -15,7 +15,8 @@ Ordering and fallback are declared with the chains in ``evaluators.localize.span
 of a (method, kind) is a tuple of steps run in order; a step marked ``fallback`` runs only
 when the steps before it blamed nothing directly. ``result`` merges what is left: S_dir is
 the union of the direct items, S_ctx the union of the context items minus S_dir, and the
-evidence lists each distinct (set, span) once, in the order it was blamed.
+evidence lists each distinct (set, span) once, in the order first blamed, with every rule that
+blamed it (``rule`` first, then ``also``).
 """
 
 from __future__ import annotations
@@ -33,8 +34,11 @@ class Localization:
     Attributes:
         s_dir: Directly responsible code, merged and sorted.
         s_ctx: Context (callers, callees, state, HTML), merged, sorted, without S_dir.
-        evidence: ``{"span", "set", "why", "by", "rule"[, "demoted_by"]}`` per blame, in
-            the order blamed.
+        evidence: ``{"span", "set", "why", "by", "rule"[, "demoted_by"][, "also"]}`` per
+            distinct (set, span), in the order first blamed: ``rule`` blamed it first (its
+            ``why`` and ``by`` are kept), ``also`` lists the other rules that blamed the
+            same span in the same set, ``demoted_by`` the rule that moved a direct blame
+            of it to the context.
     """
 
     s_dir: tuple[Span, ...] = ()
@@ -158,12 +162,21 @@ class Combiner:
         clip = [(i, (max(0, i.span[0]), min(n, i.span[1]))) for i in self._items]
         s_dir = merge_spans(s for i, s in clip if i.set == "dir")
         s_ctx = subtract_spans(merge_spans(s for i, s in clip if i.set == "ctx"), s_dir)
-        seen, evidence = set(), []
+        first: dict[tuple, dict] = {}
+        evidence = []
         for i, s in clip:
-            if s[1] > s[0] and (i.set, s) not in seen:
-                seen.add((i.set, s))
-                e = {"span": list(s), "set": i.set, "why": i.why, "by": i.by, "rule": i.rule}
+            if s[1] <= s[0]:
+                continue
+            e = first.get((i.set, s))
+            if e is None:
+                e = first[(i.set, s)] = {"span": list(s), "set": i.set, "why": i.why,
+                                         "by": i.by, "rule": i.rule}
                 if i.demoted_by:
                     e["demoted_by"] = i.demoted_by
                 evidence.append(e)
+                continue
+            if i.rule != e["rule"] and i.rule not in e.get("also", ()):
+                e.setdefault("also", []).append(i.rule)
+            if i.demoted_by and "demoted_by" not in e:  # direct blame of it was demoted
+                e["demoted_by"] = i.demoted_by
         return Localization(tuple(s_dir), tuple(s_ctx), tuple(evidence))

@@ -383,6 +383,8 @@ def _throw_matches(expr: str, said: set[str]) -> bool:
 
 @rule("errors.page_error_stack")
 def _page_error_stack(c: _Case) -> None:
+    """An uncaught exception with a stack: the statement of the top in-app frame, the calls
+    below it, and the rules for what the exception says (null reads, unbound names...)."""
     frames = [f for f in c.d.get("frames") or ()
               if f.get("in_app") and isinstance(f.get("offset"), int)]
     if not frames:
@@ -408,6 +410,8 @@ def _page_error_stack(c: _Case) -> None:
 
 @rule("errors.page_error_text")
 def _page_error_text(c: _Case) -> None:
+    """An uncaught exception without execution facts: the statements matching the excerpt of
+    the failing line, and the rules for what the exception says."""
     excerpt = (c.d.get("excerpt") or "").strip()
     lo, hi = c.g.region
     hits = []
@@ -434,6 +438,7 @@ def _page_error_text(c: _Case) -> None:
 
 @rule("errors.page_error_naive")
 def _page_error_naive(c: _Case) -> None:
+    """The baseline for an exception: the whole function around the top frame."""
     frames = [f for f in c.d.get("frames") or () if isinstance(f.get("offset"), int)]
     if frames:
         top = frames[0]["offset"]
@@ -458,6 +463,7 @@ def _syntax_span(c: _Case) -> Span | None:
 
 @rule("errors.syntax_error")
 def _syntax_error(c: _Case) -> None:
+    """A syntax error from the source gate: its span directly, its statement as context."""
     span = _syntax_span(c)
     if span is None:
         return
@@ -470,6 +476,7 @@ def _syntax_error(c: _Case) -> None:
 
 @rule("errors.syntax_naive")
 def _syntax_naive(c: _Case) -> None:
+    """The baseline for a syntax error: the whole function around it."""
     span = _syntax_span(c)
     if span is not None:
         fn = c.g.enclosing_function(span[0])
@@ -486,6 +493,8 @@ def _runtime_failure(c: _Case) -> None:
 
 @rule("errors.loops")
 def _loops(c: _Case) -> None:
+    """Loops whose head cannot end (``while (true)``, ``for (;;)``) directly, other
+    ``while`` loops as context."""
     for s, e in c.g.statements:
         head = c.g.text[s:min(e, s + 40)]
         if _INFINITE_LOOP.match(head):

@@ -72,6 +72,7 @@ def _binding(c: _Case, b: EventBinding, which: str, what: str) -> None:
 
 @rule("probe.actor_handlers")
 def _actor_handlers(c: _Case, f: _Failure, which: str) -> None:
+    """The handlers bound to Y (or to an ancestor it bubbles to) for the action, and Y's HTML."""
     what = _describe(c.g, f.actors, f.actor_label)
     bindings = _bindings_for(c.g, f.actors, f.action)
     for b in bindings:
@@ -88,6 +89,7 @@ def _actor_handlers(c: _Case, f: _Failure, which: str) -> None:
 
 @rule("probe.css_rules")
 def _css_rules(c: _Case, f: _Failure) -> None:
+    """Style rules that decide the class, style or visibility the check read on X."""
     check, name = f.checks[0]
     if check == "class":
         for n in _class_names(f.expected):
@@ -314,6 +316,7 @@ def _context(c: _Case, ran: set[int] | None = None) -> None:
 
 @rule("probe.naive_queries")
 def _naive_queries(c: _Case, f: _Failure, why: str) -> None:
+    """The functions (or top-level statements) looking up X, or Y when X is unresolved."""
     elements = set(f.targets) or set(f.actors)
     names = set(f.names) if f.targets or not f.actors else set(f.actor_names)
     for q in c.g.dom_queries:
@@ -344,6 +347,7 @@ def _probe_fallback(c: _Case) -> None:
 
 @rule("probe.probe_naive")
 def _probe_naive(c: _Case) -> None:
+    """The baseline for a probe failure: whole functions querying the failing element."""
     _naive_queries(c, c.failure, "function querying the failing element")
 
 

@@ -48,5 +48,11 @@ def page_error(message: str, frames: list[dict], **kw) -> dict:
 
 
 def plain(evidence) -> list[dict]:
-    """Evidence items without the id of the rule that added them (``rule``)."""
-    return [{k: v for k, v in e.items() if k != "rule"} for e in evidence]
+    """Evidence items without the ids of the rules that blamed or demoted them."""
+    return [{k: v for k, v in e.items() if k not in ("rule", "also", "demoted_by")}
+            for e in evidence]
+
+
+def rules_of(evidence: dict) -> list[str]:
+    """Every rule that blamed an evidence item's span (``rule``, then ``also``)."""
+    return [evidence["rule"], *evidence.get("also", ())]

@@ -8,7 +8,7 @@ import pytest
 
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import localize
-from tests.localize.diags import page_error, probe_failure
+from tests.localize.diags import page_error, probe_failure, rules_of
 
 # A counter whose + button is bound to the reset handler, with a lookup of an element that
 # does not exist, a loop that never ends and a misspelt call available to the rows below.
@@ -89,7 +89,7 @@ def _code(text: str) -> tuple[int, int]:
 def test_rule_intent(name):
     rule_id, diag, direct, context, spared = ROWS[name]
     loc = localize(build_graph(COUNTER), diag)
-    by_rule = [tuple(e["span"]) for e in loc.evidence if e["rule"] == rule_id]
+    by_rule = [tuple(e["span"]) for e in loc.evidence if rule_id in rules_of(e)]
     for text in direct:
         assert _inside(_code(text), loc.s_dir), f"{name}: {text!r} not blamed directly"
         assert _inside(_code(text), by_rule), f"{name}: {text!r} not blamed by {rule_id}"
@@ -113,7 +113,8 @@ def test_each_row_needs_its_rule(name):
 
     rule_id, diag, direct, context, _ = ROWS[name]
     off = localize(build_graph(COUNTER), diag, cfg=LocalizeConfig({rule_id}))
-    assert not any(e["rule"] == rule_id for e in off.evidence)
+    assert not any(rule_id in rules_of(e) for e in off.evidence)
     for text in direct + context:
-        by = {e["rule"] for e in off.evidence if _inside(_code(text), [tuple(e["span"])])}
+        by = {r for e in off.evidence if _inside(_code(text), [tuple(e["span"])])
+              for r in rules_of(e)}
         assert by <= FALLBACKS, f"{name}: {text!r} still blamed by {sorted(by - FALLBACKS)}"

@@ -7,7 +7,7 @@ import pytest
 from evaluators.localize.graph import build_graph
 from evaluators.localize.rules import RULES, LocalizeConfig, rule
 from evaluators.localize.spans import METHODS, localize
-from tests.localize.diags import exception, probe_failure, span
+from tests.localize.diags import exception, probe_failure, rules_of, span
 
 # An app whose click handler calls a misspelt function: named_in_message blames the
 # function named like it, the stack rules blame the call.
@@ -34,7 +34,7 @@ def test_every_blamed_span_names_a_registered_rule():
         for method in METHODS:
             loc = localize(g, d, method)
             assert loc.evidence, (d["kind"], method)
-            assert all(e["rule"] in RULES for e in loc.evidence), loc.evidence
+            assert all(r in RULES for e in loc.evidence for r in rules_of(e)), loc.evidence
 
 
 def test_a_rule_switched_off_blames_nothing_and_the_others_still_run():
@@ -64,7 +64,7 @@ def test_any_one_rule_switched_off_still_localizes(method):
     for rid in RULES:
         for d in diags:
             loc = localize(g, d, method, cfg=LocalizeConfig({rid}))
-            assert not any(e["rule"] == rid for e in loc.evidence), (rid, d["kind"])
+            assert not any(rid in rules_of(e) for e in loc.evidence), (rid, d["kind"])
 
 
 def test_a_demotion_names_the_rule_that_demoted():
@@ -97,6 +97,7 @@ def test_rule_ids_are_literals_in_their_modules():
     for rid, r in RULES.items():
         source = inspect.getsource(importlib.import_module(r.module))
         assert f'@rule("{rid}"' in source, rid
+        assert r.summary, f"{rid}: no docstring says what it blames"
     assert len(RULES) >= 45
 
 

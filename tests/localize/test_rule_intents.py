@@ -1,0 +1,294 @@
+"""More localization rules stated as (app, diagnostic, must blame, must not blame) rows.
+
+Each app is small and written for its row; a row names code by its text, never by offsets,
+and says which rule must have blamed it, so a better implementation that keeps the rule's
+intent still passes. `test_rule_table.py` holds the rows over one shared counter app.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from evaluators.localize.graph import build_graph
+from evaluators.localize.rules import LocalizeConfig
+from evaluators.localize.spans import localize
+from tests.localize.diags import page_error, probe_failure, rules_of
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One intent: in ``app``, ``diagnostic`` makes ``rule`` blame ``direct`` in S_dir (and
+    ``context`` in S_dir or S_ctx), ``rule`` moves what another rule blamed directly in
+    ``demoted`` to the context, and nothing blames ``spared`` directly."""
+
+    app: str
+    rule: str
+    diagnostic: dict
+    direct: tuple[str, ...] = ()
+    context: tuple[str, ...] = ()
+    spared: tuple[str, ...] = ()
+    demoted: tuple[str, ...] = ()
+    method: str = "grounded"
+
+
+def _frames(app: str, *codes: str) -> list[dict]:
+    return [{"in_app": True, "offset": app.index(c)} for c in codes]
+
+
+def _ran(app: str, *names: str) -> dict:
+    g = build_graph(app)
+    return {"functions": [{"name": f.name, "start": f.span[0], "end": f.span[1], "count": 1}
+                          for n in names for f in g.functions_named(n)]}
+
+
+HIDDEN = """<style>
+#panel { display: none; }
+#out { color: red; }
+</style>
+<div id="panel"><span id="out">0</span></div>
+<script>document.getElementById('out').textContent = '1';</script>"""
+
+STYLED = """<style>
+.on { background: green; }
+#lamp { width: 20px; }
+</style>
+<div id="lamp"></div><button id="sw">switch</button>
+<script>
+const lamp = document.getElementById('lamp');
+function toggle() { lamp.classList.toggle('of'); }
+document.getElementById('sw').addEventListener('click', toggle);
+</script>"""
+
+DANGLING = """<span id="total">0</span><button id="add">add</button>
+<script>
+let sum = 0;
+const counter = document.getElementById('totl');
+function add() { sum += 1; counter.textContent = sum; }
+document.getElementById('add').addEventListener('click', add);
+</script>"""
+
+MISDIRECTED = """<span id="result">0</span><span id="status">idle</span>
+<button id="run">run</button>
+<script>
+const resultEl = document.getElementById('status');
+function run() { resultEl.textContent = 42; }
+document.getElementById('run').addEventListener('click', run);
+</script>"""
+
+WIPED = """<div id="main"><p id="row"><span id="value">3</span></p><div id="log"></div></div>
+<button id="clear">clear</button>
+<script>
+const log = document.getElementById('main');
+function clearLog() { log.innerHTML = ''; }
+document.getElementById('clear').addEventListener('click', clearLog);
+</script>"""
+
+RECURSION = """<canvas id="c"></canvas>
+<script>
+function depth(n) {
+  if (n === 0) return 0;
+  return 1 + depth(n + 1);
+}
+const d = depth(5);
+</script>"""
+
+ARGS = """<span id="name">-</span>
+<script>
+function show(user) {
+  document.getElementById('name').textContent = user.name;
+}
+const users = [{name: 'a'}];
+show();
+</script>"""
+
+ITEMS = """<ul id="list"></ul>
+<script>
+const rows = [{label: 'a'}, {label: 'b'}];
+const list = document.getElementById('list');
+for (let i = 0; i <= rows.length; i++) {
+  list.append(rows[i].label);
+}
+</script>"""
+
+THROWS = """<script>
+function check(v) {
+  if (v > 10) throw "too big";
+  return v;
+}
+const color = 'red';
+check(11);
+</script>"""
+
+WIRING = """<span id="out">0</span><button id="go">go</button>
+<script>
+let n = 0;
+function onGo() { n += 1; document.getElementById('out').textContent = n; }
+function start() {
+  document.getElementById('go').addEventListener('clik', onGo);
+}
+window.addEventListener('load', start);
+</script>"""
+
+GROUNDED = """<span id="out">0</span><button id="go">go</button>
+<script>
+let n = 0;
+function paint() { document.getElementById('out').textContent = n; }
+function unused() { document.getElementById('out').textContent = 'x'; }
+function onGo() { n -= 1; paint(); }
+document.getElementById('go').addEventListener('click', onGo);
+</script>"""
+
+VALUELESS = """<div id="speed">5</div><span id="out">0</span><button id="go">go</button>
+<script>
+function onGo() {
+  const v = Number(document.getElementById('speed').value);
+  document.getElementById('out').textContent = v * 2;
+}
+document.getElementById('go').addEventListener('click', onGo);
+</script>"""
+
+UNSET = """<canvas id="c"></canvas>
+<script>
+let grid = null;
+let size = 4;
+function draw() {
+  for (const cell of grid.cells) { size += cell; }
+}
+function setup() {
+  size = 8;
+  draw();
+}
+setup();
+</script>"""
+
+CHECK = {"expect": "text", "locator": "#out", "value": "1"}
+ROWS = {
+    "a style rule that hides an ancestor of the checked element": Row(
+        HIDDEN, "probe.hiding_ancestors",
+        probe_failure({"expect": "visible", "locator": "#out"}, None, actual=False),
+        direct=("display: none;",), spared=("color: red;",), method="text"),
+    "a class toggled under a name no style rule has": Row(
+        STYLED, "probe.failed_check",
+        probe_failure({"expect": "class", "locator": "#lamp", "value": "on"},
+                      {"do": "click", "locator": "#sw"}),
+        direct=("lamp.classList.toggle('of');",), spared=("#lamp { width: 20px; }",),
+        method="text"),
+    "a lookup of an id no element has, named like the checked one": Row(
+        DANGLING, "wiring.dangling_queries",
+        probe_failure({"expect": "text", "locator": "#total", "value": "1"},
+                      {"do": "click", "locator": "#add"}),
+        direct=("const counter = document.getElementById('totl');",), spared=("let sum = 0;",),
+        method="text"),
+    "a variable named after one element holding another": Row(
+        MISDIRECTED, "wiring.misdirected_queries",
+        probe_failure({"expect": "text", "locator": "#result", "value": "42"},
+                      {"do": "click", "locator": "#run"}),
+        direct=("const resultEl = document.getElementById('status');",), method="text"),
+    "a write that replaces the content of the checked element's ancestor": Row(
+        WIPED, "probe.ancestors_replaced",
+        probe_failure({"expect": "text", "locator": "#value", "value": "3"},
+                      {"do": "click", "locator": "#clear"}, reason="missing_element",
+                      actual=None),
+        direct=("log.innerHTML = '';",), method="text"),
+    "a recursion whose step moves away from its base case": Row(
+        RECURSION, "errors.runaway_recursion",
+        page_error("uncaught RangeError: Maximum call stack size exceeded",
+                   _frames(RECURSION, "depth(n + 1)", "depth(n + 1)", "depth(5)")),
+        direct=("if (n === 0)",), spared=("<canvas",)),
+    "a function called without the argument it reads": Row(
+        ARGS, "errors.missing_argument",
+        page_error("uncaught TypeError: Cannot read properties of undefined (reading 'name')",
+                   _frames(ARGS, "user.name", "show();")),
+        direct=("show();",), spared=("const users = [{name: 'a'}];",)),
+    "an index that runs one past the end of the array it reads": Row(
+        ITEMS, "errors.undefined_items",
+        page_error("uncaught TypeError: Cannot read properties of undefined (reading 'label')",
+                   _frames(ITEMS, "rows[i].label")),
+        direct=("for (let i = 0; i <= rows.length; i++)",),
+        spared=("const list = document.getElementById('list');",)),
+    "a value thrown without a stack": Row(
+        THROWS, "errors.thrown_values", page_error("uncaught Error: too big", []),
+        direct=('throw "too big";',), spared=("const color = 'red';",)),
+    "an action that ran no code because its binding never ran": Row(
+        WIRING, "probe.nothing_ran",
+        probe_failure(CHECK, {"do": "click", "locator": "#go"}, coverage={"functions": []}),
+        direct=("window.addEventListener('load', start)",),
+        demoted=("document.getElementById('out').textContent = n;",), spared=("n += 1;",)),
+    "a handler that ran, and a writer of the same element that did not": Row(
+        GROUNDED, "probe.ground",
+        probe_failure({"expect": "text", "locator": "#out", "value": "1"},
+                      {"do": "click", "locator": "#go"}, coverage=_ran(GROUNDED, "onGo", "paint")),
+        demoted=("document.getElementById('out').textContent = 'x';",)),
+    "the value of an element that has none": Row(
+        VALUELESS, "smells.blame_definite_bugs",
+        probe_failure({"expect": "text", "locator": "#out", "value": "10"},
+                      {"do": "click", "locator": "#go"}, coverage=_ran(VALUELESS, "onGo")),
+        demoted=(VALUELESS[VALUELESS.index("function onGo"):VALUELESS.index("\n}") + 2],)),
+    "state read as null that no code sets": Row(
+        UNSET, "unset.unset_state_at",
+        page_error("uncaught TypeError: Cannot read properties of null (reading 'cells')",
+                   _frames(UNSET, "grid.cells", "draw();", "setup();")),
+        direct=("size = 8;",), context=("grid = null",), spared=("<canvas",)),
+}
+
+
+def _code(app: str, text: str) -> tuple[int, int]:
+    start = app.index(text)
+    return start, start + len(text)
+
+
+def _inside(span, spans) -> bool:
+    return any(s <= span[0] and span[1] <= e for s, e in spans)
+
+
+def _overlaps(span, spans) -> bool:
+    return any(a < span[1] and span[0] < b for a, b in spans)
+
+
+def _by(loc, rule: str, which: str | None = None) -> list[tuple[int, int]]:
+    return [tuple(e["span"]) for e in loc.evidence if rule in rules_of(e)
+            and (which is None or e["set"] == which)]
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_rule_intent(name):
+    row = ROWS[name]
+    loc = localize(build_graph(row.app), row.diagnostic, row.method)
+    for text in row.direct:
+        code = _code(row.app, text)
+        assert _inside(code, loc.s_dir), f"{name}: {text!r} not blamed directly"
+        assert _overlaps(code, _by(loc, row.rule)), f"{name}: {text!r} not blamed by {row.rule}"
+    for text in row.context:
+        code = _code(row.app, text)
+        assert _inside(code, list(loc.s_dir) + list(loc.s_ctx)), f"{name}: {text!r}"
+    for text in row.spared:
+        assert not _overlaps(_code(row.app, text), loc.s_dir), f"{name}: {text!r} blamed"
+    for text in row.demoted:
+        assert _demoted(loc, _code(row.app, text)) == {row.rule}, f"{name}: {text!r}"
+
+
+def _demoted(loc, code) -> set[str]:
+    """The rules that demoted the blame of exactly ``code`` (absent: not demoted)."""
+    return {e.get("demoted_by") for e in loc.evidence if tuple(e["span"]) == code
+            and e["set"] == "ctx" and e.get("demoted_by")}
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_each_row_needs_its_rule(name):
+    """With the row's rule off, what the row must blame directly is no longer blamed
+    directly by any rule other than a declared fallback."""
+    row = ROWS[name]
+    off = localize(build_graph(row.app), row.diagnostic, row.method,
+                   cfg=LocalizeConfig({row.rule}))
+    assert not any(row.rule in rules_of(e) for e in off.evidence)
+    for text in row.direct:
+        code = _code(row.app, text)
+        by = {r for e in off.evidence if e["set"] == "dir"
+              and _overlaps(code, [tuple(e["span"])]) for r in rules_of(e)}
+        assert by <= {"probe.naive_queries"}, f"{name}: {text!r} still blamed by {sorted(by)}"
+    for text in row.demoted:
+        code = _code(row.app, text)
+        assert any(tuple(e["span"]) == code and e["set"] == "dir" for e in off.evidence), (
+            f"{name}: {text!r} is not direct blame when {row.rule} is off")
