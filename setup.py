@@ -10,6 +10,7 @@ EVALUATOR = [
     "tree-sitter-css==0.25.0",
     "tqdm==4.70.1",
     "jsonschema==4.26.0",
+    "httpx==0.28.1",
     "numpy>=1.26",
 ]
 LOCALIZE = ["tokenizers==0.23.3", "transformers==5.23.0"]

@@ -69,7 +69,7 @@ def report(curves: dict[str, list[dict]], results: dict[str, dict], target: floa
     names = list(curves)
     gated = {n: [r["reward/gated_mean"] for r in curves[n]] for n in names}
     avg = {n: moving(gated[n]) for n in names}
-    print(f"step | " + " | ".join(f"{n} gated (avg{WINDOW})" for n in names))
+    print("step | " + " | ".join(f"{n} gated (avg{WINDOW})" for n in names))
     for i in range(max(len(c) for c in curves.values())):
         print(f"{i} | " + " | ".join(f"{gated[n][i]:.3f} ({avg[n][i]:.3f})" if i < len(gated[n]) else "-"
                                      for n in names))

@@ -10,6 +10,7 @@ import time
 import traceback
 
 from evaluators.config import EvalConfig
+from evaluators.judge.config import PROBED, STRUCTURED, JudgeConfig
 from evaluators.records import dumps_record
 from evaluators.tasks import FormatError, iter_jsonl, load_responses, load_tasks
 
@@ -19,7 +20,13 @@ def _config(args: argparse.Namespace) -> EvalConfig:
     browser = dataclasses.replace(cfg.browser, pages_per_worker=args.pages,
                                   probe_time_limit_ms=args.probe_time_limit_ms,
                                   page_reuse=args.page_reuse)
-    return dataclasses.replace(cfg, browser=browser,
+    judge = cfg.judge
+    if getattr(args, "judge_base_url", None):
+        judge = JudgeConfig(base_url=args.judge_base_url, model=args.judge_model or "",
+                            api_key_env=args.judge_api_key_env, probed=args.judge_probed,
+                            structured=args.judge_structured, cache_dir=args.judge_cache or "",
+                            concurrency=args.judge_concurrency)
+    return dataclasses.replace(cfg, browser=browser, judge=judge,
                                run_rubrics_after_gate_failure=getattr(args, "all_rubrics", False))
 
 
@@ -163,6 +170,21 @@ def main(argv: list[str] | None = None) -> int:
     browser.add_argument("--page-reuse", type=int, default=EvalConfig().browser.page_reuse,
                          help="probes a page slot serves (reset between them) before it is "
                               "closed; 1 = a new browser context for every probe")
+    judge = browser.add_argument_group("judge", "an OpenAI-compatible LLM judge for rubrics "
+                                       "without a probe (evaluators.judge)")
+    judge.add_argument("--judge-base-url", default="", help="API root, e.g. "
+                       "http://127.0.0.1:8000/v1 (empty: no judge; such rubrics stay unjudged)")
+    judge.add_argument("--judge-model", default="", help="the model name the server serves")
+    judge.add_argument("--judge-api-key-env", default=JudgeConfig.api_key_env,
+                       help="environment variable holding the API key (unset: none sent)")
+    judge.add_argument("--judge-probed", default=JudgeConfig.probed, choices=PROBED,
+                       help="'both': the judge also scores rubrics that have a probe (the "
+                            "probe's verdict stands; the record keeps both)")
+    judge.add_argument("--judge-structured", default=JudgeConfig.structured, choices=STRUCTURED,
+                       help="'prompt' for servers without response_format json_schema")
+    judge.add_argument("--judge-cache", default="", help="folder of the judge's cache")
+    judge.add_argument("--judge-concurrency", type=int, default=JudgeConfig.concurrency,
+                       help="judge requests in flight per worker")
     common = argparse.ArgumentParser(add_help=False, parents=[browser])
     common.add_argument("--responses", required=True, help="JSON Lines with task_id and response")
     common.add_argument("--out", required=True, help="output JSON Lines, one record per response")
@@ -191,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="score the bundled example set and print the table")
     demo.add_argument("--out", default="runs/demo.jsonl")
     args = ap.parse_args(argv)
+    try:
+        _config(args) if args.cmd != "demo" else None
+    except ValueError as e:  # a bad judge setting: named, before any browser starts
+        ap.error(str(e))
     if args.cmd == "demo":
         defaults = EvalConfig().browser
         args.workers, args.pages, args.quiet, args.all_rubrics = 1, defaults.pages_per_worker, False, False

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from evaluators.judge.config import JudgeConfig
+
 CHROMIUM = "/usr/lib/chromium/chromium"
 CHROMIUM_ARGS = (
     "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -182,6 +184,8 @@ class EvalConfig:
         100,000 on one core) while real apps parse in milliseconds, so the
         limit only ever ends documents no browser would build (Chromium's
         tree stops nesting at 512 levels). Generous for a loaded machine.
+      judge: the LLM judge (`evaluators.judge.config.JudgeConfig`); off while
+        its `base_url` is empty.
     """
 
     reward: RewardConfig = dataclasses.field(default_factory=RewardConfig)
@@ -189,3 +193,4 @@ class EvalConfig:
     run_rubrics_after_gate_failure: bool = False
     retries: int = 1
     source_time_limit_ms: int = 10_000
+    judge: JudgeConfig = dataclasses.field(default_factory=JudgeConfig)

@@ -86,7 +86,8 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
     "popup_blocked": ("url",),
     "dialog": ("step_index",),
     "cdn_fallback": ("url", "package", "requested", "served"),
-    "judge_finding": ("step_index", "locator", "evidence_code"),
+    "judge_finding": ("step_index", "locator", "selector", "evidence_code", "evidence_line",
+                      "handler", "state_var", "judge_severity"),
 }
 
 # V8's reports of the common exceptions. Taken apart here so that no reader parses them.
@@ -199,6 +200,12 @@ class Diagnostic:
                                  "the exception's stack, top first")
     excerpt: str | None = _field(_NULLABLE_STRING, "the app's line at the top in-app frame")
     evidence_code: str | None = _field(_NULLABLE_STRING, "code a judge quoted from the response")
+    evidence_line: int | None = _field(_NULLABLE_INDEX,
+                                       "the app-source line (1-based) the judge gave its quote")
+    handler: str | None = _field(_NULLABLE_STRING, "a function or handler the judge named")
+    state_var: str | None = _field(_NULLABLE_STRING, "a state variable the judge named")
+    judge_severity: str | None = _field({"enum": ["minor", "major", "critical"]},
+                                        "the judge's own word for the severity")
     lang: str | None = _field({"enum": ["javascript", "css"]}, "a syntax error's language")
     span: list | None = _field({"type": "array"}, "[start, end) in response coordinates")
     limit_ms: float | None = _field({"type": "number"}, "the limit that ran out")

@@ -9,6 +9,7 @@ these may stop a run and lose the records after it, so `dumps_record` never rais
 from __future__ import annotations
 
 import datetime
+import functools
 import json
 import math
 import re
@@ -54,3 +55,25 @@ def _plain(value: Any, depth: int) -> Any:
     if isinstance(value, (datetime.date, datetime.time)):
         return value.isoformat()
     return repr(value)[:1000]
+
+
+
+@functools.lru_cache(maxsize=1)
+def _validator():
+    import jsonschema
+
+    from evaluators.contract import SCHEMA_PATH
+
+    return jsonschema.Draft202012Validator(json.loads(SCHEMA_PATH.read_text("utf-8")))
+
+
+def validate_record(record: dict) -> None:
+    """Checks a record against ``schema/result.schema.json``.
+
+    Raises:
+      ValueError: naming the first invalid field by its path.
+    """
+    errors = sorted(_validator().iter_errors(record), key=lambda e: list(e.absolute_path))
+    if errors:
+        where = "/".join(str(p) for p in errors[0].absolute_path) or "the record"
+        raise ValueError(f"record field {where}: {errors[0].message}")

@@ -26,6 +26,8 @@ from evaluators.sandbox.browser import BrowserWorker
 from evaluators.config import EvalConfig
 from evaluators.localize.api import Localizer, localize_in_worker
 from evaluators.checks.score import error_record, merge, score_with_retries
+from evaluators.judge.client import JudgeUnavailable
+from evaluators.judge.judge import Judge, judge_record
 from evaluators.tasks import Task
 
 log = logging.getLogger(__name__)
@@ -66,10 +68,13 @@ async def score_rows_async(rows: list[dict], tasks: dict[str, Task], cfg: EvalCo
     if own:
         worker = await BrowserWorker(cfg.browser, make_mirror(cfg)).start()
     apps = asyncio.Semaphore(max(1, cfg.browser.pages_per_worker))
+    judge = Judge(cfg.judge) if cfg.judge.enabled else None
 
     async def one(i: int, row: dict) -> dict:
+        task = tasks.get(row.get("task_id"))
         async with apps:
-            rec = await score_with_retries(worker, tasks.get(row.get("task_id")), row, cfg)
+            rec = await score_with_retries(worker, task, row, cfg)
+        rec = await judged(judge, task, row, rec, cfg)  # no page or app slot held meanwhile
         if localizer is not None:
             rec = await asyncio.to_thread(localize_in_worker, localizer, row, rec,
                                           tasks.get(row.get("task_id")))
@@ -80,8 +85,23 @@ async def score_rows_async(rows: list[dict], tasks: dict[str, Task], cfg: EvalCo
     try:
         return list(await asyncio.gather(*(one(i, r) for i, r in enumerate(rows))))
     finally:
+        if judge is not None:
+            await judge.close()
         if own:
             await worker.close()
+
+
+async def judged(judge: Judge | None, task: Task | None, row: dict, rec: dict,
+                 cfg: EvalConfig) -> dict:
+    """The record after the judge's step (``evaluators.judge.judge``), when there is a judge;
+    a judge that does not answer makes the record an evaluator error, never a low score."""
+    if judge is None or task is None or rec.get("status") != "ok":
+        return rec
+    try:
+        return await judge_record(judge, task, row["response"], rec, cfg.reward)
+    except JudgeUnavailable as e:
+        err = error_record(task, f"judge unavailable: {e}")
+        return merge(row, {**err, "attempts": rec.get("attempts")})
 
 
 def _worker_main(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: mp.Queue,
@@ -112,6 +132,7 @@ async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: 
         outbox.put(("start_failed", None, f"{type(e).__name__}: {e}"[:2000]))
         return
     outbox.put(("ready", None, None))
+    judge = Judge(cfg.judge) if cfg.judge.enabled else None
     loop = asyncio.get_running_loop()
     running: set[asyncio.Task] = set()
 
@@ -127,6 +148,7 @@ async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: 
     async def one(idx: int, row: dict) -> None:
         task = tasks.get(row.get("task_id"))
         rec = await score_with_retries(worker, task, row, cfg)
+        rec = await judged(judge, task, row, rec, cfg)
         # Localized here, beside the browser that produced the record: the trainer host
         # only gathers weights. In a thread, so the pages of other apps keep being served.
         rec = await asyncio.to_thread(localize_in_worker, localizer, row, rec, task)
@@ -142,6 +164,8 @@ async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: 
     if running:
         await asyncio.gather(*running)
     beat.cancel()
+    if judge is not None:
+        await judge.close()
     await worker.close()
 
 
@@ -285,8 +309,9 @@ class EvaluatorPool:
         n = len(task.rubrics) if task else 1
         b = self.cfg.browser
         per_try = (b.load_timeout_ms + b.probe_time_limit_ms * (1 + n)) / 1000 + 60
+        judging = self.cfg.judge.budget_s() if self.cfg.judge.enabled else 0.0
         # Apps queue for CPU admission behind the worker's other apps.
-        return time.monotonic() + per_try * (self.cfg.retries + 1) * self.per_worker
+        return time.monotonic() + (per_try * (self.cfg.retries + 1) + judging) * self.per_worker
 
     def _dispatch(self) -> None:
         for slot in self._slots:
