@@ -449,7 +449,12 @@ INVALID = {
     "failed_step as a string": (_valid_record, _set("rubrics.0.failed_step", "1")),
     "error verdict without error_source": (_valid_record, _drop("rubrics.3.error_source")),
     "error_source on a pass": (_valid_record, _set("rubrics.1.error_source", "probe")),
-    "error_source unknown": (_valid_record, _set("rubrics.3.error_source", "judge")),
+    "error_source unknown": (_valid_record, _set("rubrics.3.error_source", "browser")),
+    "decided_by unknown": (_valid_record, _set("rubrics.1.decided_by", "oracle")),
+    "probe-decided pass without its duration": (
+        _valid_record, lambda r: (_set("rubrics.1.decided_by", "probe")(r),
+                                  _drop("rubrics.1.duration_ms")(r))),
+    "judge verdict unknown": (_valid_record, _set("rubrics.1.judge", {"verdict": "maybe"})),
     "ran true": (_gated_record, _set("rubrics.0.ran", True)),
     "not-run rubric with a severity": (_gated_record, _set("rubrics.0.severity", "severe")),
     # diagnostics

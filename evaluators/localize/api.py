@@ -28,8 +28,8 @@ def counts_for_weights(record: dict, diagnostic: dict) -> bool:
     """Whether a diagnostic explains lost reward, so that its spans weigh tokens.
 
     Counted: a severe syntax error (gate S), load-time failures and exceptions (gate E), a
-    failed rubric's probe failure and exceptions, and exceptions that failed gate E through a
-    core rubric. Never: info kinds, minor (CSS) syntax errors, exceptions in passing rubrics.
+    failed rubric's probe failure, exceptions and judge findings, and exceptions that failed
+    gate E through a core rubric. Never: info kinds, minor (CSS) syntax errors, exceptions in passing rubrics.
     """
     kind = diagnostic.get("kind")
     if kind not in LOCALIZED_KINDS or diagnostic.get("severity") == "info":

@@ -83,6 +83,8 @@ class LocalizeConfig:
         before matching a variable to an element id.
       similar_ratio: difflib ratio from which two names count as ones a model could have
         confused (after equal-up-to-separators and same-words-reordered, which always count).
+      judge_fuzzy: difflib ratio from which an app line counts as the line a judge quoted,
+        when the quote is not in the app as written (``spans_judge``).
 
     The word lists are the rules' only knowledge of how apps name things; the platform's own
     vocabulary (DOM properties, event names, what each check reads) stays with the rules as
@@ -111,6 +113,7 @@ class LocalizeConfig:
         "element", "node", "ref"))
     role_suffixes: tuple[str, ...] = ("el", "elem", "element", "node", "ref")
     similar_ratio: float = 0.8
+    judge_fuzzy: float = 0.8
 
     def __post_init__(self):
         for name in ("disabled_rules", "entry_functions", "kind_words"):

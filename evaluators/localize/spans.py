@@ -24,8 +24,11 @@ their execution grounding), ``spans_wiring`` (lookups and registrations that poi
 wrong element), ``spans_flow`` (the slice that narrows grounded blame, over ``flow``),
 ``spans_forward`` (where the acted-on input's value goes, and where a value read from it
 that nothing uses should have gone), ``spans_errors`` (exceptions, syntax errors, runtime
-failures, judge evidence) and ``spans_unset`` (null reads of state no code sets). This module
-is the public entry point: it dispatches by method and kind and re-exports the public names.
+failures, free-text evidence), ``spans_unset`` (null reads of state no code sets) and
+``spans_judge`` (the code an LLM judge's finding quotes or names). The blame they produce is
+collected, demoted, dropped and merged by ``combine.Combiner``. This module is the public
+entry point: it declares, per method and kind, the chain of steps (order and fallback) and
+re-exports the public names.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from evaluators.localize.spans_errors import (
     _page_error_naive, _page_error_stack, _page_error_text, _runtime_failure, _syntax_error,
     _syntax_naive, spans_from_text_evidence,
 )
+from evaluators.localize.spans_judge import judge_evidence, judge_naive
 from evaluators.localize.spans_probe import (
     _context_step, _definite_bugs_step, _ground_step, _probe_fallback, _probe_naive,
     _probe_rules,
@@ -53,7 +57,7 @@ __all__ = ["CHAINS", "LOCALIZED_KINDS", "METHODS", "RULES", "LocalizeConfig", "L
            "similar_names", "spans_from_text_evidence", "subtract_spans"]
 
 LOCALIZED_KINDS = frozenset(("syntax_error", "page_error", "probe_failure", "runtime_failure",
-                             "no_app"))
+                             "no_app", "judge_finding"))
 
 
 # -- the chains: which steps run, in which order, for each method and kind ---------------------
@@ -79,14 +83,16 @@ _PROBE_GROUNDED: Chain = (Step(_probe_rules), Step(_probe_fallback, fallback=Tru
                           Step(_ground_step), Step(_definite_bugs_step), Step(_context_step))
 _TEXT: dict[str, Chain] = {
     "probe_failure": _PROBE_TEXT, "page_error": (Step(_page_error_text),),
-    "syntax_error": (Step(_syntax_error),), "runtime_failure": (Step(_runtime_failure),)}
+    "syntax_error": (Step(_syntax_error),), "runtime_failure": (Step(_runtime_failure),),
+    "judge_finding": (Step(judge_evidence),)}
 CHAINS: dict[str, dict[str, Chain]] = {
     "text": _TEXT,
     "grounded": {**_TEXT, "probe_failure": _PROBE_GROUNDED,
                  "page_error": (Step(_page_error_stack),)},
     "naive": {"probe_failure": (Step(_probe_naive),), "page_error": (Step(_page_error_naive),),
               "syntax_error": (Step(_syntax_naive),),
-              "runtime_failure": (Step(_runtime_failure),)},
+              "runtime_failure": (Step(_runtime_failure),),
+              "judge_finding": (Step(judge_naive),)},
 }
 METHODS = CHAINS  # the method names (keys) the run config validates against
 

@@ -60,7 +60,10 @@ def test_any_one_rule_switched_off_still_localizes(method):
              probe_failure(check, {"do": "click", "locator": "#go"}, coverage=cov),
              probe_failure({"expect": "visible", "locator": "#gone"}, None,
                            reason="missing_element"),
-             {"kind": "runtime_failure", "reason": "hang", "message": "hung"}]
+             {"kind": "runtime_failure", "reason": "hang", "message": "hung"},
+             {"kind": "judge_finding", "reason": "judge_finding", "message": "m",
+              "evidence_code": "rendr();", "evidence_line": 4, "handler": "render",
+              "state_var": "x", "selector": "#out"}]
     for rid in RULES:
         for d in diags:
             loc = localize(g, d, method, cfg=LocalizeConfig({rid}))
