@@ -25,7 +25,8 @@ def _config(args: argparse.Namespace) -> EvalConfig:
         judge = JudgeConfig(base_url=args.judge_base_url, model=args.judge_model or "",
                             api_key_env=args.judge_api_key_env, probed=args.judge_probed,
                             structured=args.judge_structured, cache_dir=args.judge_cache or "",
-                            concurrency=args.judge_concurrency)
+                            concurrency=args.judge_concurrency, agentic=args.judge_agentic,
+                            agent_steps=args.judge_agent_steps)
     return dataclasses.replace(cfg, browser=browser, judge=judge,
                                run_rubrics_after_gate_failure=getattr(args, "all_rubrics", False))
 
@@ -185,6 +186,10 @@ def main(argv: list[str] | None = None) -> int:
     judge.add_argument("--judge-cache", default="", help="folder of the judge's cache")
     judge.add_argument("--judge-concurrency", type=int, default=JudgeConfig.concurrency,
                        help="judge requests in flight per worker")
+    judge.add_argument("--judge-agentic", action="store_true", help="the judge drives the app "
+                       "with browser tools (click, fill, read...) before it answers")
+    judge.add_argument("--judge-agent-steps", type=int, default=JudgeConfig.agent_steps,
+                       help="most tool calls of an agentic judge per response")
     common = argparse.ArgumentParser(add_help=False, parents=[browser])
     common.add_argument("--responses", required=True, help="JSON Lines with task_id and response")
     common.add_argument("--out", required=True, help="output JSON Lines, one record per response")

@@ -74,7 +74,8 @@ async def score_rows_async(rows: list[dict], tasks: dict[str, Task], cfg: EvalCo
         task = tasks.get(row.get("task_id"))
         async with apps:
             rec = await score_with_retries(worker, task, row, cfg)
-        rec = await judged(judge, task, row, rec, cfg)  # no page or app slot held meanwhile
+        # No page or app slot is held while the model thinks (an agentic judge takes one page).
+        rec = await judged(judge, task, row, rec, cfg, worker)
         if localizer is not None:
             rec = await asyncio.to_thread(localize_in_worker, localizer, row, rec,
                                           tasks.get(row.get("task_id")))
@@ -92,13 +93,14 @@ async def score_rows_async(rows: list[dict], tasks: dict[str, Task], cfg: EvalCo
 
 
 async def judged(judge: Judge | None, task: Task | None, row: dict, rec: dict,
-                 cfg: EvalConfig) -> dict:
+                 cfg: EvalConfig, worker: BrowserWorker | None = None) -> dict:
     """The record after the judge's step (``evaluators.judge.judge``), when there is a judge;
     a judge that does not answer makes the record an evaluator error, never a low score."""
     if judge is None or task is None or rec.get("status") != "ok":
         return rec
     try:
-        return await judge_record(judge, task, row["response"], rec, cfg.reward)
+        return await judge_record(judge, task, row["response"], rec, cfg.reward, worker,
+                                  cfg.browser)
     except JudgeUnavailable as e:
         err = error_record(task, f"judge unavailable: {e}")
         return merge(row, {**err, "attempts": rec.get("attempts")})
@@ -148,7 +150,7 @@ async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: 
     async def one(idx: int, row: dict) -> None:
         task = tasks.get(row.get("task_id"))
         rec = await score_with_retries(worker, task, row, cfg)
-        rec = await judged(judge, task, row, rec, cfg)
+        rec = await judged(judge, task, row, rec, cfg, worker)
         # Localized here, beside the browser that produced the record: the trainer host
         # only gathers weights. In a thread, so the pages of other apps keep being served.
         rec = await asyncio.to_thread(localize_in_worker, localizer, row, rec, task)

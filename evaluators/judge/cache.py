@@ -16,7 +16,8 @@ from evaluators.judge.config import JudgeConfig
 
 
 def key(cfg: JudgeConfig, task_id: str, rubric_ids: list[str], response: str) -> str:
-    parts = [cfg.model, cfg.prompt_version, cfg.structured, task_id, sorted(rubric_ids),
+    parts = [cfg.model, cfg.prompt_version, cfg.structured, cfg.agentic, task_id,
+             sorted(rubric_ids),
              hashlib.sha256(response.encode("utf-8", "surrogatepass")).hexdigest()]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
 

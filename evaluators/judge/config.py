@@ -42,6 +42,11 @@ class JudgeConfig:
         re-scoring cost no request.
       usd_per_mtok_in: Price of a million prompt tokens, for the record's cost (0: unknown).
       usd_per_mtok_out: Price of a million completion tokens.
+      agentic: The judge drives the app with browser tools (``evaluators.judge.agent``) on a
+        sandboxed page before it answers.
+      agent_steps: Most tool calls in one judging.
+      agent_time_s: Longest browsing, from the first request.
+      images: The judge reads images (the screenshot tool answers with a picture).
     """
 
     base_url: str = ""
@@ -62,6 +67,10 @@ class JudgeConfig:
     cache_dir: str = ""
     usd_per_mtok_in: float = 0.0
     usd_per_mtok_out: float = 0.0
+    agentic: bool = False
+    agent_steps: int = 12
+    agent_time_s: float = 120.0
+    images: bool = False
 
     def __post_init__(self):
         for name, allowed in (("structured", STRUCTURED), ("probed", PROBED),
@@ -83,4 +92,5 @@ class JudgeConfig:
         """The longest one response's judging may take: every attempt of the first request
         and of the repair request, with their waits."""
         per_request = (self.retries + 1) * self.timeout_s + self.retries * self.max_backoff_s
-        return 2 * per_request
+        browsing = self.agent_time_s + per_request if self.agentic else 0.0
+        return 2 * per_request + browsing

@@ -20,11 +20,12 @@ from __future__ import annotations
 import dataclasses
 
 from evaluators.checks.reward import gated_reward
-from evaluators.config import RewardConfig
+from evaluators.config import BrowserConfig, RewardConfig
 from evaluators.contract import Diagnostic, Reason
 from evaluators.judge import prompt
 from evaluators.judge.cache import JudgeCache, key
-from evaluators.judge.client import ChatClient, Usage
+from evaluators.judge.agent import PageTools, converse
+from evaluators.judge.client import ChatClient, Completion, Usage
 from evaluators.judge.config import JudgeConfig
 from evaluators.judge.verdicts import SEVERITY, BadAnswer, Issue, Judgement, parse, \
     response_format
@@ -36,12 +37,14 @@ _JUDGE_WORD = {v: k for k, v in SEVERITY.items()}
 @dataclasses.dataclass
 class Outcome:
     """One response's judging: the judgements (None after a failed repair), why not, the
-    usage and whether it came from the cache."""
+    usage, whether it came from the cache, and the tool calls of an agentic judge."""
 
     judgements: dict[str, Judgement] | None
     error: str | None
     usage: Usage
     cached: bool = False
+    trajectory: list[dict] | None = None
+    answer: str = ""  # the text the judgements were parsed from (what the cache keeps)
 
 
 class Judge:
@@ -56,31 +59,65 @@ class Judge:
         await self.client.close()
 
     async def ask(self, task: Task, rubric_ids: list[str], response: str, app_source: str,
-                  record: dict) -> Outcome:
-        """Verdicts on ``rubric_ids`` (cached, or one request and at most one repair)."""
+                  record: dict, worker=None, browser: BrowserConfig | None = None) -> Outcome:
+        """Verdicts on ``rubric_ids``: cached, or asked (browsing first when the config is
+        agentic and a ``worker`` is given), with at most one repair of the answer."""
         k = key(self.cfg, task.id, rubric_ids, response)
         hit = self.cache.get(k) if self.cache else None
         if hit is not None:
-            return Outcome(parse(hit["answer"], rubric_ids), None, Usage(cached=1), True)
+            return Outcome(parse(hit["answer"], rubric_ids), None, Usage(cached=1), True,
+                           hit.get("trajectory"))
         rubrics = [r for r in task.rubrics if r.id in rubric_ids]
         messages = prompt.messages(self.cfg, task, rubrics, app_source, record)
         fmt = response_format() if self.cfg.structured == "json_schema" else None
-        usage = Usage()
-        error = None
-        for attempt in range(2):  # the answer, then one repair
-            done = await self.client.complete(messages, response_format=fmt)
-            usage.add(done.usage)
+        usage, trajectory = Usage(), None
+        if self.cfg.agentic and worker is not None:
+            messages[-1]["content"] += prompt.agent_note(self.cfg)
+            first, trajectory = await self._browse(worker, browser or BrowserConfig(),
+                                                   app_source, messages, fmt, usage)
+            if first is None:
+                return Outcome(None, "the judge kept calling tools past its budget "
+                               f"({self.cfg.agent_steps} calls, {self.cfg.agent_time_s:g} s)",
+                               usage, trajectory=trajectory)
+        else:
+            first = await self.client.complete(messages, response_format=fmt)
+            usage.add(first.usage)
+        out = await self._parse_or_repair(first, messages, rubric_ids, fmt, usage)
+        out.trajectory = trajectory
+        if out.judgements is not None and self.cache:
+            self.cache.put(k, {"answer": out.answer, "trajectory": trajectory})
+        return out
+
+    async def _parse_or_repair(self, done: Completion, messages: list[dict],
+                               rubric_ids: list[str], fmt: dict | None, usage: Usage) -> Outcome:
+        try:
+            return Outcome(parse(done.content, rubric_ids), None, usage, answer=done.content)
+        except BadAnswer as e:
+            messages = [*messages, {"role": "assistant", "content": done.content},
+                        prompt.repair(self.cfg, str(e), rubric_ids)]
+        again = await self.client.complete(messages, response_format=fmt)
+        usage.add(again.usage)
+        try:
+            return Outcome(parse(again.content, rubric_ids), None, usage, answer=again.content)
+        except BadAnswer as e:
+            return Outcome(None, f"judge answer unusable after repair: {e}", usage)
+
+    async def _browse(self, worker, browser: BrowserConfig, app_source: str,
+                      messages: list[dict], fmt: dict | None, usage: Usage):
+        """The agentic conversation on a sandboxed page of ``worker`` (``agent.converse``)."""
+        from evaluators.sandbox.browser import load_app
+
+        async with worker.page(app_source) as (page, watch, _):
             try:
-                found = parse(done.content, rubric_ids)
-            except BadAnswer as e:
-                error = f"judge answer unusable after repair: {e}" if attempt else str(e)
-                messages = [*messages, {"role": "assistant", "content": done.content},
-                            prompt.repair(self.cfg, str(e), rubric_ids)]
-                continue
-            if self.cache:
-                self.cache.put(k, {"answer": done.content})
-            return Outcome(found, None, usage)
-        return Outcome(None, error, usage)
+                await load_app(page, watch, browser.load_timeout_ms)
+            except Exception as e:  # noqa: BLE001 - what the judge should know, not a fault
+                messages[-1]["content"] += f"\n\n(The app did not load: {str(e)[:200]})"
+            tools = PageTools(page, watch, browser.action_timeout_ms or 5000, self.cfg.images)
+            final, done = await converse(self.client, messages, tools, self.cfg.agent_steps,
+                                         self.cfg.agent_time_s, fmt)
+        for c in done:
+            usage.add(c.usage)
+        return final, tools.trajectory
 
 
 def to_judge(cfg: JudgeConfig, task: Task, record: dict) -> list[str]:
@@ -93,7 +130,8 @@ def to_judge(cfg: JudgeConfig, task: Task, record: dict) -> list[str]:
 
 
 async def judge_record(judge: Judge, task: Task, response: str, record: dict,
-                       reward: RewardConfig) -> dict:
+                       reward: RewardConfig, worker=None,
+                       browser: BrowserConfig | None = None) -> dict:
     """The record with the judge's verdicts and findings merged in, and its reward redone.
 
     Raises:
@@ -103,7 +141,8 @@ async def judge_record(judge: Judge, task: Task, response: str, record: dict,
     if not ids or record.get("status") != "ok":
         return record
     ext = record["extraction"]
-    out = await judge.ask(task, ids, response, response[ext["start"]:ext["end"]], record)
+    out = await judge.ask(task, ids, response, response[ext["start"]:ext["end"]], record,
+                          worker, browser)
     rubrics = [dict(r) for r in record["rubrics"]]
     diags = list(record.get("diagnostics") or ())
     for r in rubrics:
@@ -115,6 +154,8 @@ async def judge_record(judge: Judge, task: Task, response: str, record: dict,
             "rubrics": ids, "cached": out.cached, "usage": out.usage.to_json(judge.cfg)}
     if out.error:
         info["error"] = out.error[:1000]
+    if out.trajectory is not None:
+        info["trajectory"] = out.trajectory
     return {**record, "rubrics": rubrics, "diagnostics": diags, "rubric_counts": counts,
             "reward": round(gated_reward(record.get("gate"), rubrics, reward), 6),
             "judge": info}

@@ -78,3 +78,8 @@ def repair(cfg: JudgeConfig, error: str, ids: list[str]) -> dict:
     text = _template(cfg.prompt_version, "repair").substitute(
         error=error[:500], ids=", ".join(repr(i) for i in ids))
     return {"role": "user", "content": text}
+
+
+def agent_note(cfg: JudgeConfig) -> str:
+    """What an agentic judge is told about its tools (``agent.md``)."""
+    return _template(cfg.prompt_version, "agent").substitute()
