@@ -170,8 +170,9 @@ def main() -> None:
     print(f"{len(a)} diagnostics, base {args.base} vs this checkout\n")
     print("| method | identical | differing (S_dir) | differing (S_ctx) | differing (evidence) |")
     print("|---|---|---|---|---|")
+    rows = [(json.loads(x), json.loads(y)) for x, y in zip(a, b)]
     for k, m in enumerate(METHODS):
-        pairs = [(json.loads(x)[k], json.loads(y)[k]) for x, y in zip(a, b)]
+        pairs = [(x[k], y[k]) for x, y in rows]
         same = sum(p == q for p, q in pairs)
         print(f"| {m} | {same} | " + " | ".join(str(sum(p[i] != q[i] for p, q in pairs))
                                                for i in range(3)) + " |")
