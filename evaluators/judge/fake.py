@@ -79,7 +79,8 @@ class FakeJudgeServer:
     def _next(self, body: dict) -> Reply:
         with self._lock:
             self.requests.append(body)
-            return self.replies.pop(0) if self.replies else self.default(body)
+            scripted = self.replies.pop(0) if self.replies else None
+        return scripted if scripted is not None else self.default(body)  # concurrently
 
     def _handler(self):
         fake = self
