@@ -22,7 +22,15 @@ on a loaded machine those are more often the machine's than the fault's.
 Run:
   python benchmarks/localization.py [--models gemini-2.5-pro claude-sonnet-4-20250514]
       [--tasks 40] [--per-kind 1] [--seeds 0 1] [--limit N] [--pages 3] [--fresh]
-      [--fresh-mutants] [--no-rules]
+      [--fresh-mutants] [--no-rules] [--faults seen|unseen|all] [--split all|dev|held-out]
+
+The fault kinds live in ``benchmarks/faults.py``: ``--faults seen`` (default) are the six
+above, which the rules were written while looking at; ``--faults unseen`` are eight kinds no
+rule was written for (swapped arguments, a wrong variable, an off-by-one loop bound, an early
+return, a wrong property name, a listener on the wrong element, a timer never started, state
+reset in the wrong place). ``--split`` keeps the tasks of the development or the held-out split
+(``faults.held_out``: 40% of tasks by a hash of the id, fixed before any rule for the unseen
+kinds is written).
 
 Targets (default method ``grounded``): hit@dir >= 70%, hit@dir+ctx >= 90%, w-ratio >= 3.
 With the default ``WeightConfig`` a single diagnostic cannot give more than 3x (``direct``)
@@ -45,40 +53,36 @@ import dataclasses
 import hashlib
 import json
 import random
-import re
 import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
-import tree_sitter
-import tree_sitter_javascript
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from evaluators.contract import STOPPED, read_record  # noqa: E402
 from evaluators.config import EvalConfig  # noqa: E402
 from evaluators.localize.api import localize_record, weights_from_spans  # noqa: E402
-from evaluators.localize.graph import CodeGraph, build_graph  # noqa: E402
+from evaluators.localize.graph import build_graph  # noqa: E402
 from evaluators.localize.rules import LocalizeConfig  # noqa: E402
 from evaluators.localize.spans import METHODS, merge_spans  # noqa: E402
 from evaluators.localize.tokens import span_mask, token_char_ranges  # noqa: E402
 from evaluators.fleet.pool import score_rows_async  # noqa: E402
 from evaluators.summary import table  # noqa: E402
 from evaluators.tasks import Task, load_responses, load_tasks  # noqa: E402
+from faults import FAULTS, UNSEEN, Mutation, held_out  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "interactscience"
 CACHE = REPO / "runs" / "localization"
 MODELS = ("gemini-2.5-pro", "claude-sonnet-4-20250514", "gpt-4o")
-_JS = tree_sitter.Language(tree_sitter_javascript.language())
-_SWAP = {"+": "-", "-": "+", "*": "/", "/": "*", "<": ">", ">": "<", "<=": ">=", ">=": "<=",
-         "===": "!==", "!==": "===", "==": "!=", "!=": "==", "&&": "||", "||": "&&"}
 # Failures of a page that stopped, or ran out of time (`limit_ms`): not counted as caught.
 _STOPPED = {r.value for r in STOPPED}
-_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+KINDS = {"seen": FAULTS, "unseen": UNSEEN, "all": {**FAULTS, **UNSEEN}}
+SPLITS = ("all", "dev", "held-out")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +99,9 @@ class BenchConfig:
             evaluator change, so that the same mutants are compared).
         rules: print the per-rule hit and ablation table (one more localization of every
             mutant per rule that blamed anything).
+        faults: which fault kinds (``KINDS``): ``seen``, the six the rules were written
+            while looking at; ``unseen``, the eight of ``faults.UNSEEN``; ``all``.
+        split: which tasks (``faults.held_out``): ``dev``, ``held-out`` or ``all``.
     """
 
     models: tuple[str, ...] = MODELS[:2]
@@ -106,156 +113,8 @@ class BenchConfig:
     fresh: bool = False
     fresh_mutants: bool = False
     rules: bool = True
-
-
-@dataclasses.dataclass(frozen=True)
-class Mutation:
-    """Replaces ``response[start:end]`` with ``new``: the fault is ``[start, start + len(new))``."""
-
-    kind: str
-    start: int
-    end: int
-    new: str
-
-    def apply(self, response: str) -> str:
-        return response[:self.start] + self.new + response[self.end:]
-
-    @property
-    def fault(self) -> tuple[int, int]:
-        return self.start, self.start + len(self.new)
-
-
-# -- fault sites --------------------------------------------------------------------------------
-
-def _js_nodes(g: CodeGraph, types: frozenset[str]) -> list[tuple[object, int, bytes]]:
-    """Nodes of the given types in every script: (node, char offset of the script, its bytes)."""
-    out = []
-    parser = tree_sitter.Parser(_JS)
-    for script in g.scripts:
-        data = g.text[script.span[0]:script.span[1]].encode("utf-8")
-        stack = [parser.parse(data).root_node]
-        while stack:
-            node = stack.pop()
-            if node.type in types:
-                out.append((node, script.span[0], data))
-            stack.extend(node.children)
-    return out
-
-
-def _char(base: int, data: bytes, byte: int) -> int:
-    return base + len(data[:byte].decode("utf-8", "ignore"))
-
-
-def _operator_sites(g: CodeGraph, rng: random.Random) -> list[Mutation]:
-    out = []
-    for node, base, data in _js_nodes(g, frozenset(("binary_expression",))):
-        op = node.child_by_field_name("operator")
-        sides = (node.child_by_field_name("left"), node.child_by_field_name("right"))
-        if op is None or op.type not in _SWAP or any(
-                s is not None and s.type in ("string", "template_string") for s in sides):
-            continue
-        start = _char(base, data, op.start_byte)
-        if g.enclosing_function(start) is not None:
-            out.append(Mutation("operator", start, start + len(op.type), _SWAP[op.type]))
-    return out
-
-
-def _constant_sites(g: CodeGraph, rng: random.Random) -> list[Mutation]:
-    out = []
-    for node, base, data in _js_nodes(g, frozenset(("number",))):
-        text = data[node.start_byte:node.end_byte].decode()
-        try:
-            value = float(text)
-        except ValueError:
-            continue
-        new = str(int(value) + 1) if value.is_integer() else f"{value * 2 + 0.5:g}"
-        start = _char(base, data, node.start_byte)
-        out.append(Mutation("constant", start, start + len(text), new))
-    return out
-
-
-def _state_sites(g: CodeGraph, rng: random.Random) -> list[Mutation]:
-    out = []
-    for v in g.state_vars:
-        for s, e in v.writes:
-            stmt = g.enclosing_statement(s)
-            if stmt is None or g.enclosing_function(s) is None:
-                continue
-            if g.text[stmt[0]:stmt[1]].rstrip().rstrip(";").strip() == g.text[s:e]:
-                out.append(Mutation("state_update", s, e, "void 0"))
-    return out
-
-
-def _handler_sites(g: CodeGraph, rng: random.Random) -> list[Mutation]:
-    """Named handlers of listeners and ``on*`` properties, and the call in ``on*`` attributes."""
-    names = sorted({f.name for f in g.functions
-                    if f.kind == "declaration" and f.parent is None and f.name})
-    out = []
-    for b in g.event_bindings:
-        start = b.handler_span[0]
-        m = re.match(r"\s*([A-Za-z_$][\w$]*)\s*\(" if b.kind == "attribute"
-                     else r"([A-Za-z_$][\w$]*)$", b.handler_text)
-        if m is None or (b.kind == "attribute" and m.group(1) not in names):
-            continue
-        others = [n for n in names if n != m.group(1)]
-        if others:
-            out.append(Mutation("handler", start + m.start(1), start + m.end(1),
-                                rng.choice(others)))
-    return out
-
-
-def _query_sites(g: CodeGraph, rng: random.Random) -> list[Mutation]:
-    ids = sorted({e.id for e in g.elements if e.id and re.fullmatch(r"[-\w]+", e.id)})
-    out = []
-    for q in g.dom_queries:
-        arg = q.argument or ""
-        if q.method == "getElementById":
-            ident = arg
-        elif q.method == "querySelector" and re.fullmatch(r"#[-\w]+", arg):
-            ident = arg[1:]
-        else:
-            continue
-        at = g.text.find(ident, q.span[0] + len(q.method), q.span[1])
-        others = [i for i in ids if i != ident]
-        if at >= 0 and ident and others:
-            out.append(Mutation("query_id", at, at + len(ident), rng.choice(others)))
-    return out
-
-
-def _css_value(prop: str, value: str) -> str | None:
-    if prop == "display":
-        return "block" if value == "none" else "none"
-    if prop == "visibility":
-        return "visible" if value == "hidden" else "hidden"
-    if prop.endswith("color") and re.fullmatch(r"#[0-9a-fA-F]{3,8}|[a-z]+", value):
-        return "#777777"
-    m = _NUMBER.search(value)
-    if m and not value.startswith("#"):
-        number = float(m.group())
-        new = f"{number * 2 + 1:g}"
-        return value[:m.start()] + new + value[m.end():]
-    return None
-
-
-def _css_sites(g: CodeGraph, rng: random.Random) -> list[Mutation]:
-    out = []
-    for rule in g.css_rules:
-        for d in rule.declarations:
-            text = g.text[d.span[0]:d.span[1]]
-            m = re.match(r"[^:]*:\s*(.*?)\s*;?\s*$", text, re.S)
-            if not m or not m.group(1):
-                continue
-            new = _css_value(d.property.lower(), m.group(1))
-            if new is not None and new != m.group(1):
-                start = d.span[0] + m.start(1)
-                out.append(Mutation("css_value", start, start + len(m.group(1)), new))
-    return out
-
-
-FAULTS: dict[str, Callable[[CodeGraph, random.Random], list[Mutation]]] = {
-    "handler": _handler_sites, "query_id": _query_sites, "operator": _operator_sites,
-    "constant": _constant_sites, "state_update": _state_sites, "css_value": _css_sites,
-}
+    faults: str = "seen"
+    split: str = "all"
 
 
 def make_mutants(records: list[dict], cfg: BenchConfig) -> list[dict]:
@@ -269,7 +128,7 @@ def _mutants(records: list[dict], cfg: BenchConfig, seed: int) -> list[dict]:
     for rec in records:
         ext = rec["extraction"]
         g = build_graph(rec["response"], (ext["start"], ext["end"]))
-        for kind, sites in FAULTS.items():
+        for kind, sites in KINDS[cfg.faults].items():
             found = sites(g, rng)
             for m in rng.sample(found, min(cfg.per_kind, len(found))):
                 rows.append({"task_id": rec["task_id"], "model": rec["model"],
@@ -411,7 +270,7 @@ def evaluate(mutants: list[dict], tasks: dict[str, Task], tok) -> list[list]:
             for group in groups:
                 per.setdefault((group, method), []).append(m)
     rows = []
-    for kind in [*FAULTS, "ALL", *(f"ALL seed {s}" for s in seeds)]:
+    for kind in [*FAULTS, *UNSEEN, "ALL", *(f"ALL seed {s}" for s in seeds)]:
         for method in ("naive", "text", "grounded"):
             ms = per.get((kind, method))
             if not ms:
@@ -468,7 +327,8 @@ def speed(records: list[dict], tasks: dict[str, Task], tok) -> tuple[float, floa
 def run(cfg: BenchConfig) -> None:
     t0 = time.perf_counter()
     tasks = load_tasks(DATA / "tasks.jsonl")
-    first = set(list(tasks)[:cfg.tasks])
+    first = {t for t in list(tasks)[:cfg.tasks]
+             if cfg.split == "all" or held_out(t) == (cfg.split == "held-out")}
     rows = [r for m in cfg.models for r in load_responses(DATA / "answers" / f"{m}.jsonl", tasks)
             if r["task_id"] in first]
     originals = score_cached(rows, tasks, cfg, fresh=cfg.fresh)
@@ -517,9 +377,13 @@ def main() -> None:
                     help="score the mutants again, keep the cached originals")
     ap.add_argument("--no-rules", action="store_true",
                     help="skip the per-rule hit and ablation table")
+    ap.add_argument("--faults", choices=sorted(KINDS), default=BenchConfig.faults,
+                    help="fault kinds: the six the rules were written on, eight unseen, all")
+    ap.add_argument("--split", choices=SPLITS, default=BenchConfig.split,
+                    help="tasks: the development split, the held-out split (faults.held_out)")
     a = ap.parse_args()
     run(BenchConfig(tuple(a.models), a.tasks, a.per_kind, a.limit, a.pages, tuple(a.seeds),
-                    a.fresh, a.fresh_mutants, not a.no_rules))
+                    a.fresh, a.fresh_mutants, not a.no_rules, a.faults, a.split))
 
 
 if __name__ == "__main__":

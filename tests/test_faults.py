@@ -1,0 +1,70 @@
+"""The fault injector of the localization benchmarks: every kind finds its sites in an app,
+its mutants still parse (a fault the source gate would catch is no localization test), the
+fault span holds the new code, and the task split is fixed by the task id."""
+
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+from faults import FAULTS, UNSEEN, held_out  # noqa: E402
+
+from evaluators.checks.extract import extract_app  # noqa: E402
+from evaluators.checks.source import source_diagnostics  # noqa: E402
+from evaluators.localize.graph import build_graph  # noqa: E402
+
+APP = """```html
+<style>#out { color: red; display: block; }</style>
+<button id="inc">+</button><button id="reset">0</button><span id="out">0</span>
+<script>
+let count = 0;
+let step = 1;
+const out = document.getElementById('out');
+const inc = document.getElementById('inc');
+const reset = document.getElementById('reset');
+function clamp(value, low) { return Math.max(value, low); }
+function render() {
+  out.textContent = count;
+}
+function onInc() {
+  count = clamp(count + step, 0);
+  render();
+}
+function onReset() {
+  for (let i = 0; i < 3; i++) { step = step * 1; }
+  count = 0;
+  render();
+}
+inc.addEventListener('click', onInc);
+reset.addEventListener('click', onReset);
+setInterval(render, 1000);
+</script>
+```"""
+
+
+@pytest.mark.parametrize("kind", sorted({**FAULTS, **UNSEEN}))
+def test_every_kind_makes_mutants_that_still_parse(kind):
+    ext = extract_app(APP)
+    g = build_graph(APP, (ext.start, ext.end))
+    sites = {**FAULTS, **UNSEEN}[kind](g, random.Random(0))
+    assert sites, f"{kind}: no site in an app that has one"
+    for m in sites:
+        mutated = m.apply(APP)
+        assert mutated != APP and m.kind == kind
+        s, e = m.fault
+        assert mutated[s:e] == m.new
+        app = extract_app(mutated)
+        severe = [d for d in source_diagnostics(app) if d["severity"] == "severe"]
+        assert not severe, (kind, m, severe[0]["message"])
+
+
+def test_the_held_out_split_is_fixed_by_the_task_id():
+    ids = [f"task-{k}" for k in range(1000)]
+    share = sum(map(held_out, ids)) / len(ids)
+    assert 0.35 < share < 0.45
+    assert [held_out(t) for t in ids] == [held_out(t) for t in ids]
