@@ -1,0 +1,113 @@
+"""How often does the same response get a different verdict? Re-scoring, alone and under load.
+
+  python benchmarks/reward_noise.py [--model gpt-4o] [--apps 30] [--repeats 3]
+      [--workers 1 --pages 4] [--no-load]
+
+Scores the same `--apps` InteractScience answers `--repeats` times with the evaluator's default
+settings (the rubrics the gated reward needs, as in RL), first alone, then while the policy's
+train step and sampler run on the same cores (`benchmarks/rl_step.py` in a loop, as the
+training loop runs them beside scoring). A (response, rubric) flips when its verdict is not
+the same in every repeat; a response's gate and reward flip likewise. Prints the flip rates per
+rubric kind (initial / dynamic), per importance, and of the gate and the reward, for each
+condition; evaluator errors are counted apart (an error is not a verdict). The last line reads
+`flip rate under load: X%` (rubric verdicts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from evaluators.config import EvalConfig  # noqa: E402
+from evaluators.fleet.pool import EvaluatorPool  # noqa: E402
+from evaluators.summary import table  # noqa: E402
+from evaluators.tasks import load_responses, load_tasks  # noqa: E402
+
+DATA = REPO.parent / "shared" / "data" / "interactscience"
+
+
+@contextlib.contextmanager
+def training_load(on: bool):
+    """The policy's train step and sampler running on the same cores, restarted until done."""
+    if not on:
+        yield
+        return
+    cmd = (f"while true; do {sys.executable} {REPO / 'benchmarks' / 'rl_step.py'} --steps 200 "
+           "> /dev/null 2>&1; done")
+    proc = subprocess.Popen(["bash", "-c", cmd], start_new_session=True)
+    try:
+        yield
+    finally:
+        import os
+        import signal
+
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def flips(runs: list[list[dict]]) -> dict[str, list[int]]:
+    """Per group: [flipped, compared], over the (response, rubric) pairs and responses."""
+    out: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0])
+    for k, first in enumerate(runs[0]):
+        recs = [run[k] for run in runs]
+        if any(r.get("status") != "ok" for r in recs):
+            out["errors"][0] += 1
+            continue
+        for key in ("gate", "reward"):
+            out[key][0] += len({str(r.get(key)) for r in recs}) > 1
+            out[key][1] += 1
+        for j, v in enumerate(first["rubrics"]):
+            verdicts = {r["rubrics"][j]["verdict"] for r in recs}
+            if verdicts <= {"unjudged"}:
+                continue
+            flipped = len(verdicts) > 1
+            for group in ("rubrics", f"kind {v['kind']}", f"importance {v['importance']}"):
+                out[group][0] += flipped
+                out[group][1] += 1
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", default="gpt-4o")
+    ap.add_argument("--apps", type=int, default=30)
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=1)
+    ap.add_argument("--pages", type=int, default=EvalConfig().browser.pages_per_worker)
+    ap.add_argument("--no-load", action="store_true", help="only the run alone")
+    a = ap.parse_args()
+    tasks = load_tasks(DATA / "tasks.jsonl")
+    rows = load_responses(DATA / "answers" / f"{a.model}.jsonl", tasks)[:a.apps]
+    cfg = EvalConfig()
+    cfg = dataclasses.replace(cfg, browser=dataclasses.replace(cfg.browser,
+                                                               pages_per_worker=a.pages))
+    results = {}
+    for name, load in (("alone", False), ("under load", True)):
+        if load and a.no_load:
+            continue
+        with training_load(load):
+            runs = [list(EvaluatorPool(tasks, cfg, workers=a.workers).score(rows))
+                    for _ in range(a.repeats)]
+        results[name] = flips(runs)
+    groups = sorted({g for r in results.values() for g in r if g != "errors"})
+    head = ["group", *(f"{n} flips" for n in results)]
+    body = [[g, *(f"{r[g][0]}/{r[g][1]} ({r[g][0] / max(1, r[g][1]):.1%})" for r in
+                  results.values())] for g in groups]
+    body.append(["responses with an evaluator error", *(r["errors"][0] for r in results.values())])
+    print(f"{len(rows)} answers of {a.model}, each scored {a.repeats} times per condition\n")
+    print(table(head, body))
+    for name, r in results.items():
+        rate = r["rubrics"][0] / max(1, r["rubrics"][1])
+        print(f"flip rate {'under load' if name == 'under load' else 'alone'}: {rate:.2%}")
+
+
+if __name__ == "__main__":
+    main()
