@@ -27,11 +27,9 @@ from evaluators.judge.cache import JudgeCache, key
 from evaluators.judge.agent import PageTools, converse
 from evaluators.judge.client import ChatClient, Completion, Usage
 from evaluators.judge.config import JudgeConfig
-from evaluators.judge.verdicts import SEVERITY, BadAnswer, Issue, Judgement, parse, \
-    response_format
+from evaluators.judge.verdicts import BadAnswer, Issue, Judgement, parse, response_format
 from evaluators.tasks import Task
 
-_JUDGE_WORD = {v: k for k, v in SEVERITY.items()}
 
 
 @dataclasses.dataclass
@@ -191,4 +189,4 @@ def _finding(r: dict, j: Judgement, issue: Issue) -> dict:
         severity=j.severity or "severe", message=issue.issue[:2000], rubric_id=r["id"],
         evidence_code=issue.code[:4000] or None, evidence_line=issue.line,
         locator=issue.selector, selector=issue.selector, handler=issue.handler,
-        state_var=issue.state, judge_severity=_JUDGE_WORD.get(j.severity or "")).to_json()
+        state_var=issue.state, judge_severity=j.said).to_json()

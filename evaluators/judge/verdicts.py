@@ -69,12 +69,14 @@ class Issue:
 
 @dataclasses.dataclass(frozen=True)
 class Judgement:
-    """The judge's word on one rubric (``severity``: the reward's scale, None on a pass)."""
+    """The judge's word on one rubric (``severity``: the reward's scale, None on a pass;
+    ``said``: the judge's own severity word, None when it gave none)."""
 
     rubric_id: str
     verdict: str
     severity: str | None
     issues: tuple[Issue, ...]
+    said: str | None = None
 
 
 class BadAnswer(ValueError):
@@ -108,9 +110,10 @@ def parse(text: str, asked: list[str]) -> dict[str, Judgement]:
         if r["id"] in out:
             raise BadAnswer(f"rubric {r['id']!r} is answered twice")
         severity = SEVERITY.get(r["severity"] or "") if r["verdict"] == "fail" else None
-        out[r["id"]] = Judgement(r["id"], r["verdict"], severity or (
-            "severe" if r["verdict"] == "fail" else None),
-            tuple(Issue(**i) for i in r["issues"]))
+        failed = r["verdict"] == "fail"
+        out[r["id"]] = Judgement(r["id"], r["verdict"], severity or ("severe" if failed else None),
+                                 tuple(Issue(**i) for i in r["issues"]),
+                                 r["severity"] if failed else None)
     missing = [a for a in asked if a not in out]
     if missing:
         raise BadAnswer(f"no verdict for rubric(s) {missing}")
