@@ -21,7 +21,8 @@ from tests.localize.diags import page_error, probe_failure, rules_of
 class Row:
     """One intent: in ``app``, ``diagnostic`` makes ``rule`` blame ``direct`` in S_dir (and
     ``context`` in S_dir or S_ctx), ``rule`` moves what another rule blamed directly in
-    ``demoted`` to the context, and nothing blames ``spared`` directly."""
+    ``demoted`` to the context, and nothing blames ``spared`` directly. A rule that
+    ``narrows`` replaces broader blame by its own: switched off, ``spared`` is blamed."""
 
     app: str
     rule: str
@@ -31,6 +32,7 @@ class Row:
     spared: tuple[str, ...] = ()
     demoted: tuple[str, ...] = ()
     method: str = "grounded"
+    narrows: bool = False  # the rule replaces broader blame: off, ``spared`` is blamed
 
 
 def _frames(app: str, *codes: str) -> list[dict]:
@@ -163,6 +165,84 @@ function setup() {
 setup();
 </script>"""
 
+PLOT = """<input id="n"><div id="chart"></div>
+<script>
+function draw() {
+  const box = document.getElementById('n');
+  Plotly.newPlot(box, [{y: [1, 2]}]);
+}
+const title = 'growth';
+draw();
+</script>"""
+
+NEVER_SET = """<script>
+let scene;
+function build() {
+  scene = {items: []};
+}
+function tick() {
+  scene.items.push(1);
+}
+const speed = 3;
+window.addEventListener('load', tick);
+</script>"""
+
+THEMED = """<style>
+.big { font-size: 10px; }
+.small { font-size: 30px; }
+#label { margin: 4px; }
+</style>
+<p id="label" class="big">hi</p>
+<script>const unused = 1;</script>"""
+
+CALLER = """<span id="out">0</span><button id="go">go</button>
+<script>
+let total = 0;
+function add(x) { return x + 1; }
+function onGo() { total = add(total); show(); }
+function show() { document.getElementById('out').textContent = total * 2; }
+const colour = 'red';
+document.getElementById('go').addEventListener('click', onGo);
+</script>"""
+
+SLICED = """<span id="out">0</span><button id="go">go</button>
+<script>
+const names = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm'];
+function onGo() {
+  const label = names.join(',');
+  let k = names.length;
+  const factor = 3;
+  const shown = k * factor - 1;
+  console.log(label);
+  console.log(names.slice(0, 2));
+  console.log(names.slice(2, 4));
+  console.log(names.slice(4, 6));
+  console.log(names.slice(6, 8));
+  console.log(names.slice(8, 10));
+  console.log(names.slice(10, 12));
+  console.log(names.slice(12));
+  document.getElementById('out').textContent = shown;
+}
+document.getElementById('go').addEventListener('click', onGo);
+</script>"""
+
+BROKEN = """<script>
+function area(r) {
+  return Math.PI * r *;
+}
+const ok = 1;
+</script>"""
+
+LOOPING = """<script>
+let t = 0;
+function spin() {
+  for (;;) { t += 1; }
+}
+while (t < 3) { t++; }
+spin();
+</script>"""
+
+
 CHECK = {"expect": "text", "locator": "#out", "value": "1"}
 ROWS = {
     "a style rule that hides an ancestor of the checked element": Row(
@@ -230,7 +310,60 @@ ROWS = {
         UNSET, "unset.unset_state_at",
         page_error("uncaught TypeError: Cannot read properties of null (reading 'cells')",
                    _frames(UNSET, "grid.cells", "draw();", "setup();")),
-        direct=("size = 8;",), context=("grid = null",), spared=("<canvas",)),
+        direct=("size = 8;",), spared=("<canvas",)),
+    "an element of the wrong kind handed to a library": Row(
+        PLOT, "errors.library_arguments",
+        page_error("uncaught TypeError: t.getAttribute is not a function",
+                   [{"in_app": False, "offset": None}, *_frames(PLOT, "Plotly.newPlot", "draw();")]),
+        direct=("const box = document.getElementById('n');",),
+        spared=("const title = 'growth';",)),
+    "state only code that never runs sets": Row(
+        NEVER_SET, "errors.unreached_writers",
+        page_error("uncaught TypeError: Cannot read properties of undefined (reading 'items')",
+                   _frames(NEVER_SET, "scene.items")),
+        direct=("window.addEventListener('load', tick)",),
+        context=("function build() {\n  scene = {items: []};\n}",), spared=("const speed = 3;",)),
+    "a class whose style rule says the opposite": Row(
+        THEMED, "probe.css_rules",
+        probe_failure({"expect": "css", "locator": "#label", "property": "font-size",
+                       "value": "30px"}, None),
+        context=(".big { font-size: 10px; }",), spared=("#label { margin: 4px; }",),
+        method="text"),
+    "callers and callees of a blamed handler": Row(
+        CALLER, "probe.context",
+        probe_failure({"expect": "text", "locator": "#out", "value": "1"},
+                      {"do": "click", "locator": "#go"}),
+        context=("function add(x) { return x + 1; }",), spared=("const colour = 'red';",),
+        method="text"),
+    "the statements whose values reach the checked element": Row(
+        SLICED, "flow.narrow_to_slice",
+        probe_failure({"expect": "text", "locator": "#out", "value": "1"},
+                      {"do": "click", "locator": "#go"}, coverage=_ran(SLICED, "onGo")),
+        direct=("const shown = k * factor - 1;", "const factor = 3;", "let k = names.length;"),
+        spared=("console.log(names.slice(4, 6));",), narrows=True),
+    "a JavaScript syntax error": Row(
+        BROKEN, "errors.syntax_error",
+        {"kind": "syntax_error", "reason": "source_error", "stage": "source",
+         "severity": "severe", "message": "syntax error", "lang": "javascript",
+         "span": [BROKEN.index("*;"), BROKEN.index("*;") + 2]},
+        direct=("*;",), spared=("const ok = 1;",)),
+    "a loop without an exit on a page that hung": Row(
+        LOOPING, "errors.loops", {"kind": "runtime_failure", "reason": "hang", "message": "h"},
+        direct=("for (;;) { t += 1; }",), context=("while (t < 3) { t++; }",),
+        spared=("let t = 0;",)),
+    "the code a judge quoted": Row(
+        CALLER, "judge.quoted_code",
+        {"kind": "judge_finding", "reason": "judge_finding", "stage": "rubric",
+         "severity": "severe", "message": "doubles the total", "rubric_id": "r",
+         "evidence_code": "textContent = total * 2", "evidence_line": 6},
+        direct=("document.getElementById('out').textContent = total * 2;",),
+        spared=("total = add(total);",)),
+    "a handler a judge named without a quote that is in the app": Row(
+        CALLER, "judge.named_code",
+        {"kind": "judge_finding", "reason": "judge_finding", "stage": "rubric",
+         "severity": "severe", "message": "m", "rubric_id": "r",
+         "evidence_code": "render(total);", "handler": "show"},
+        direct=("function show() {",), spared=("const colour = 'red';",)),
 }
 
 
@@ -263,6 +396,7 @@ def test_rule_intent(name):
     for text in row.context:
         code = _code(row.app, text)
         assert _inside(code, list(loc.s_dir) + list(loc.s_ctx)), f"{name}: {text!r}"
+        assert _overlaps(code, _by(loc, row.rule)), f"{name}: {text!r} not blamed by {row.rule}"
     for text in row.spared:
         assert not _overlaps(_code(row.app, text), loc.s_dir), f"{name}: {text!r} blamed"
     for text in row.demoted:
@@ -283,11 +417,18 @@ def test_each_row_needs_its_rule(name):
     off = localize(build_graph(row.app), row.diagnostic, row.method,
                    cfg=LocalizeConfig({row.rule}))
     assert not any(row.rule in rules_of(e) for e in off.evidence)
+    if row.narrows:
+        assert any(_overlaps(_code(row.app, t), off.s_dir) for t in row.spared), name
+        return
     for text in row.direct:
         code = _code(row.app, text)
         by = {r for e in off.evidence if e["set"] == "dir"
               and _overlaps(code, [tuple(e["span"])]) for r in rules_of(e)}
         assert by <= {"probe.naive_queries"}, f"{name}: {text!r} still blamed by {sorted(by)}"
+    for text in row.context:
+        code = _code(row.app, text)
+        assert not any(_inside(code, [tuple(e["span"])]) for e in off.evidence), (
+            f"{name}: {text!r} still blamed with {row.rule} off")
     for text in row.demoted:
         code = _code(row.app, text)
         assert any(tuple(e["span"]) == code and e["set"] == "dir" for e in off.evidence), (
