@@ -242,6 +242,48 @@ while (t < 3) { t++; }
 spin();
 </script>"""
 
+SIBLINGS = """<input id="a"><input id="b"><input id="c">
+<script>
+const note = 'x';
+let boxA, boxB, boxC;
+function wire() {
+  boxA = document.getElementById('a');
+  boxC = document.getElementById('c');
+  boxA.onchange = update;
+  boxB.onchange = update;
+}
+function update() {}
+wire();
+</script>"""
+
+PASSED_ON = """<script>
+const label = 'demo';
+let mesh;
+let parts = [];
+function build() {
+  parts = [];
+  const size = 2;
+  parts.push(mesh);
+}
+function paint() {
+  mesh.reset();
+}
+function start() {
+  build();
+  paint();
+}
+start();
+</script>"""
+
+UNBOUND = """<button id="one">1</button><button id="two">2</button><span id="out">0</span>
+<script>
+let value = 0;
+function pick1() { value = 1; document.getElementById('out').textContent = value; }
+function pick2() { value = 2; document.getElementById('out').textContent = value; }
+document.getElementById('one').addEventListener('click', pick1);
+const theme = 'dark';
+</script>"""
+
 
 CHECK = {"expect": "text", "locator": "#out", "value": "1"}
 ROWS = {
@@ -364,6 +406,22 @@ ROWS = {
          "severity": "severe", "message": "m", "rubric_id": "r",
          "evidence_code": "render(total);", "handler": "show"},
         direct=("function show() {",), spared=("const colour = 'red';",)),
+    "siblings set beside the one left unset": Row(
+        SIBLINGS, "unset.sibling_runs",
+        page_error("uncaught TypeError: Cannot set properties of undefined (setting "
+                   "'onchange')", _frames(SIBLINGS, "boxB.onchange", "wire();")),
+        direct=("boxA = document.getElementById('a');",), spared=("const note = 'x';",)),
+    "an earlier read that passed the missing value on": Row(
+        PASSED_ON, "unset.earlier_reads",
+        page_error("uncaught TypeError: Cannot read properties of undefined (reading 'reset')",
+                   _frames(PASSED_ON, "mesh.reset()", "paint();", "start();")),
+        direct=("parts.push(mesh);",), spared=("const label = 'demo';",)),
+    "a button with no handler while its siblings have one": Row(
+        UNBOUND, "wiring.unbound_actor",
+        probe_failure({"expect": "text", "locator": "#out", "value": "2"},
+                      {"do": "click", "locator": "#two"}),
+        direct=("document.getElementById('one').addEventListener('click', ",),
+        spared=("const theme = 'dark';",), method="text"),
 }
 
 
