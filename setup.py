@@ -21,7 +21,10 @@ JAX = ["jax==0.10.2", "flax==0.12.8", "optax==0.2.8", "ml-collections==1.1.0", "
 RAY = ["ray==2.60.0"]
 # Parity tests against the transformers reference. Install the CPU build of torch first
 # (scripts/setup.sh does): a plain `pip install torch` on Linux pulls a CUDA build.
-DEV = ["pytest==9.0.3", "pytest-timeout==2.4.0", "hypothesis==6.170.17", "torch==2.13.0"]
+DEV = ["pytest==9.0.3", "pytest-timeout==2.4.0", "hypothesis==6.170.17", "torch==2.13.0",
+       # `transformers serve`: a real OpenAI-compatible server for the judge's protocol test.
+       "fastapi==0.165.0", "uvicorn==0.55.0", "openai==3.57.0", "starlette==1.10.0",
+       "rich==15.0.0", "accelerate==1.16.0"]
 
 setup(
     name="rcca",
