@@ -26,7 +26,8 @@ def _config(args: argparse.Namespace) -> EvalConfig:
                             api_key_env=args.judge_api_key_env, probed=args.judge_probed,
                             structured=args.judge_structured, cache_dir=args.judge_cache or "",
                             concurrency=args.judge_concurrency, agentic=args.judge_agentic,
-                            agent_steps=args.judge_agent_steps)
+                            agent_steps=args.judge_agent_steps,
+                            max_tokens=args.judge_max_tokens)
     return dataclasses.replace(cfg, browser=browser, judge=judge,
                                run_rubrics_after_gate_failure=getattr(args, "all_rubrics", False))
 
@@ -186,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     judge.add_argument("--judge-cache", default="", help="folder of the judge's cache")
     judge.add_argument("--judge-concurrency", type=int, default=JudgeConfig.concurrency,
                        help="judge requests in flight per worker")
+    judge.add_argument("--judge-max-tokens", type=int, default=JudgeConfig.max_tokens,
+                       help="most tokens of one judge answer")
     judge.add_argument("--judge-agentic", action="store_true", help="the judge drives the app "
                        "with browser tools (click, fill, read...) before it answers")
     judge.add_argument("--judge-agent-steps", type=int, default=JudgeConfig.agent_steps,

@@ -89,3 +89,38 @@ def test_a_real_server_round_trips_and_its_junk_is_a_judge_error(server, structu
     assert rec["status"] == "ok" and rec["reward"] == 1.0  # judge errors cost nothing
     validate_record(rec)
     json.dumps(rec)
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_an_interactscience_answer_is_scored_through_the_cli_with_the_real_server(
+        server, interactscience, tmp_path):
+    """One InteractScience answer with rubrics that have no probe, end to end: Chromium for
+    the probes, the real server for the rest (its junk answers end as judge errors)."""
+    from evaluators.tasks import load_tasks
+
+    base_url, model = server
+    tasks = load_tasks(interactscience / "tasks.jsonl")
+    tid = sorted(t for t, task in tasks.items() if any(r.probe is None for r in task.rubrics)
+                 and len(task.rubrics) <= 5)[0]
+    line = next(x for x in (interactscience / "tasks.jsonl").read_text(encoding="utf-8")
+                .splitlines() if x.strip() and json.loads(x)["id"] == tid)
+    answer = next(json.loads(x) for x in (interactscience / "answers" / "gpt-4o.jsonl")
+                  .read_text(encoding="utf-8").splitlines() if json.loads(x)["task_id"] == tid)
+    (tmp_path / "t.jsonl").write_text(line + "\n")
+    (tmp_path / "r.jsonl").write_text(json.dumps({"task_id": tid,
+                                                  "response": answer["response"]}) + "\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "evaluators", "score", "--tasks", str(tmp_path / "t.jsonl"),
+         "--responses", str(tmp_path / "r.jsonl"), "--out", str(tmp_path / "o.jsonl"), "--quiet",
+         "--judge-base-url", base_url, "--judge-model", model, "--judge-api-key-env", "",
+         "--judge-max-tokens", "16"],
+        cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (rec,) = [json.loads(x) for x in (tmp_path / "o.jsonl").read_text().splitlines()]
+    validate_record(rec)
+    unprobed = [r.id for r in tasks[tid].rubrics if r.probe is None]
+    assert rec["status"] == "ok" and rec["judge"]["rubrics"] == unprobed
+    assert rec["judge"]["usage"]["prompt_tokens"] > 1000
+    by_id = {r["id"]: r for r in rec["rubrics"]}
+    assert all(by_id[i]["decided_by"] == "judge" for i in unprobed)
