@@ -5,6 +5,7 @@ a judge that never stops calling tools is cut off."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 
 import pytest
@@ -38,6 +39,9 @@ def _call(k: int, tool: str, **args) -> dict:
 def _score(server: FakeJudgeServer, **kw) -> dict:
     cfg = EvalConfig(judge=JudgeConfig(base_url=server.base_url, model="agent", agentic=True,
                                        backoff_s=0.01, **kw))
+    # A missing element fails its tool call after 1 s, not the default 5 s.
+    cfg = dataclasses.replace(cfg, browser=dataclasses.replace(cfg.browser,
+                                                               action_timeout_ms=1000))
     (rec,) = asyncio.run(score_rows_async([{"task_id": "c", "response": APP}], {"c": TASK}, cfg))
     return rec
 
