@@ -28,7 +28,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from evaluators.config import EvalConfig  # noqa: E402
+from evaluators.config import EvalConfig, machine_fleet  # noqa: E402
 from evaluators.fleet.pool import EvaluatorPool  # noqa: E402
 from evaluators.summary import table  # noqa: E402
 from evaluators.tasks import load_responses, load_tasks  # noqa: E402
@@ -98,12 +98,14 @@ def run(model: str, task_ids: list[str] | None, workers: int, pages: int,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default=MODEL)
-    ap.add_argument("--workers", type=int, default=1)
-    ap.add_argument("--pages", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=0, help="0: config.machine_fleet()")
+    ap.add_argument("--pages", type=int, default=0, help="0: config.machine_fleet()")
     ap.add_argument("--tasks-limit", type=int, default=None, help="only the first N tasks")
     ap.add_argument("--every", type=int, default=1, help="only every N-th task (by id)")
     ap.add_argument("--out", default=None, help="write the scored records here")
     args = ap.parse_args()
+    workers, pages = machine_fleet()
+    args.workers, args.pages = args.workers or workers, args.pages or pages
     ids = sorted(load_tasks(DATA / "tasks.jsonl"))[:: args.every][: args.tasks_limit]
     res = run(args.model, ids, args.workers, args.pages)
     if args.out:
@@ -112,7 +114,8 @@ def main() -> None:
                 f.write(json.dumps(rec) + "\n")
     m = res["matrix"]
     print(f"\nFaithfulness on {args.model}: {res['total']} comparable rubrics, "
-          f"{len(res['records'])} responses, {res['seconds']:.0f} s")
+          f"{len(res['records'])} responses, {res['seconds']:.0f} s "
+          f"({args.workers} workers, {args.pages} pages)")
     print(table(["official \\ ours", "pass", "fail"],
                 [["passed", m[(True, True)], m[(True, False)]],
                  ["failed", m[(False, True)], m[(False, False)]]]))

@@ -15,11 +15,23 @@ from evaluators.records import dumps_record
 from evaluators.tasks import FormatError, iter_jsonl, load_responses, load_tasks
 
 
+def _fleet(args: argparse.Namespace) -> None:
+    """Fills --workers and --pages left at 0 from the machine (`config.machine_fleet`)."""
+    from evaluators.config import machine_fleet
+
+    workers, pages = machine_fleet()
+    if getattr(args, "workers", 0) <= 0:
+        args.workers = workers
+    if getattr(args, "pages", 0) <= 0:
+        args.pages = pages
+
+
 def _config(args: argparse.Namespace) -> EvalConfig:
     cfg = EvalConfig()
     browser = dataclasses.replace(cfg.browser, pages_per_worker=args.pages,
                                   probe_time_limit_ms=args.probe_time_limit_ms,
-                                  page_reuse=args.page_reuse)
+                                  page_reuse=args.page_reuse,
+                                  decide_when_quiet=not getattr(args, "wait_out_timeouts", False))
     judge = cfg.judge
     if getattr(args, "judge_base_url", None):
         judge = JudgeConfig(base_url=args.judge_base_url, model=args.judge_model or "",
@@ -164,14 +176,18 @@ def main(argv: list[str] | None = None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     browser = argparse.ArgumentParser(add_help=False)
     browser.add_argument("--tasks", required=True, help="tasks.jsonl (shared/specs/task-format.md)")
-    browser.add_argument("--workers", type=int, default=1, help="browser processes")
-    browser.add_argument("--pages", type=int, default=EvalConfig().browser.pages_per_worker,
-                         help="most probes in flight per browser")
+    browser.add_argument("--workers", type=int, default=0, help="browser processes (default "
+                         "0: one per CPU, fewer when memory is short; config.machine_fleet)")
+    browser.add_argument("--pages", type=int, default=0, help="most probes in flight per "
+                         "browser (default 0: up to 8, as the available memory allows)")
     browser.add_argument("--probe-time-limit-ms", type=int,
                          default=EvalConfig().browser.probe_time_limit_ms)
     browser.add_argument("--page-reuse", type=int, default=EvalConfig().browser.page_reuse,
                          help="probes a page slot serves (reset between them) before it is "
                               "closed; 1 = a new browser context for every probe")
+    browser.add_argument("--wait-out-timeouts", action="store_true", help="wait every step "
+                         "out to its timeout, as Playwright's runner does, even on a page where "
+                         "nothing is pending (BrowserConfig.decide_when_quiet off)")
     judge = browser.add_argument_group("judge", "an OpenAI-compatible LLM judge for rubrics "
                                        "without a probe (evaluators.judge)")
     judge.add_argument("--judge-base-url", default="", help="API root, e.g. "
@@ -221,6 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="score the bundled example set and print the table")
     demo.add_argument("--out", default="runs/demo.jsonl")
     args = ap.parse_args(argv)
+    _fleet(args)
     try:
         _config(args) if args.cmd != "demo" else None
     except ValueError as e:  # a bad judge setting: named, before any browser starts

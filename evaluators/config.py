@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from evaluators.judge.config import JudgeConfig
 
@@ -136,6 +137,12 @@ class BrowserConfig:
         limit on a small machine; without the rerun its verdicts would depend
         on how many pages the evaluator runs at once. Costs at most one more
         probe time limit per such probe.
+      decide_when_quiet: a step waiting for an element, or for an element's
+        state, on a page where nothing is pending (no timer, animation frame,
+        request, animation or other wake-up source: `sandbox.quiet`) is decided
+        at once instead of at its timeout, since such a page cannot change by
+        itself; a `wait_ms` on such a page is skipped, and a read-only `retry`
+        block stops retrying. False waits as Playwright's runner does.
     """
 
     executable_path: str = CHROMIUM
@@ -156,6 +163,7 @@ class BrowserConfig:
     coverage: bool = False
     renderer_memory_mb: int | None = 1536
     rerun_contended_timeouts: bool = True
+    decide_when_quiet: bool = True
 
     def __post_init__(self):
         for name in ("page_reuse", "reset_timeout_ms", "pages_per_worker"):
@@ -194,3 +202,46 @@ class EvalConfig:
     retries: int = 1
     source_time_limit_ms: int = 10_000
     judge: JudgeConfig = dataclasses.field(default_factory=JudgeConfig)
+
+
+# A browser with its pages open holds about this much memory per page (the renderers of
+# the heaviest InteractScience answers reach 0.7-0.9 GiB; most stay near 0.3).
+PAGE_MEMORY_GIB = 0.75
+MAX_PAGES_PER_WORKER = 8
+
+
+def _available_gib() -> float | None:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) / 2**20
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def machine_fleet(cpus: int | None = None, memory_gib: float | None = None) -> tuple[int, int]:
+    """Browser workers and pages per worker that use this machine: (workers, pages).
+
+    One worker (a browser and the Python process driving it) per CPU the process may run
+    on, each with up to `MAX_PAGES_PER_WORKER` pages, fewer when the available memory
+    cannot hold `PAGE_MEMORY_GIB` per page; at least one worker with two pages. Most of a
+    probe's time is spent waiting (timers, the page's own pace), so pages outnumber CPUs;
+    admission control (`BrowserConfig.admit_cpu_busy`) keeps a busy machine from starting
+    more pages than its CPUs can run.
+
+    Args:
+      cpus: CPUs to plan for (default: those this process may run on).
+      memory_gib: memory to plan for (default: MemAvailable, or 4 GiB per CPU where
+        /proc/meminfo is missing).
+    """
+    if cpus is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cpus = max(1, cpus)
+    if memory_gib is None:
+        memory_gib = _available_gib() or 4.0 * cpus
+    pages_total = max(2, int(memory_gib / PAGE_MEMORY_GIB))
+    workers = max(1, min(cpus, pages_total // 2))
+    pages = max(2, min(MAX_PAGES_PER_WORKER, pages_total // workers))
+    return workers, pages

@@ -246,3 +246,15 @@ def test_gates():
 def test_browser_config_rejects_non_positive_limits(field):
     with pytest.raises(ValueError, match=f"BrowserConfig.{field} must be at least 1"):
         BrowserConfig(**{field: 0})
+
+
+def test_machine_fleet_follows_cpus_and_memory():
+    from evaluators.config import MAX_PAGES_PER_WORKER, machine_fleet
+    assert machine_fleet(cpus=2, memory_gib=22) == (2, MAX_PAGES_PER_WORKER)
+    assert machine_fleet(cpus=16, memory_gib=128) == (16, MAX_PAGES_PER_WORKER)
+    # Memory-bound: 6 GiB hold 8 pages, so 2 workers of 4, not 8 workers.
+    assert machine_fleet(cpus=8, memory_gib=6) == (4, 2)
+    assert machine_fleet(cpus=2, memory_gib=3) == (2, 2)
+    assert machine_fleet(cpus=1, memory_gib=0.5) == (1, 2)
+    workers, pages = machine_fleet()
+    assert workers >= 1 and 2 <= pages <= MAX_PAGES_PER_WORKER

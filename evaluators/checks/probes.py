@@ -16,6 +16,7 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator, Page, expect
 
 from evaluators.sandbox.browser import LeftWhileLoading, PageWatch, load_app, monotonic_ms
+from evaluators.sandbox.quiet import GAP_S, page_quiet
 from evaluators.contract import Reason
 from evaluators.checks.steps import (INTERACTION_KEYS, ProbeError, describe_locator, js_regex,
                               js_string, step_kind)
@@ -25,6 +26,11 @@ _SELECTOR_ERRORS = re.compile(
     r"Unexpected token|is not a valid selector|Unknown engine|Malformed selector|"
     r"Unsupported token|Invalid selector|Expected .* selector", re.I)
 _RETRY_INTERVALS_MS = (100, 250, 500, 1000)
+# With decide_when_quiet, an expectation is tried in slices of this long (Playwright polls
+# inside each) and the page's quietness is read between them.
+_EXPECT_SLICE_MS = 1000.0
+# The last try of an expectation on a quiet page (one or two of Playwright's polls).
+_LAST_TRY_MS = 100.0
 # Playwright's assertion message reports what it saw last.
 _ACTUAL = re.compile(r"Actual value: (.*?)(?: \| |$)")
 
@@ -38,6 +44,7 @@ class StepFailure(Exception):
         self.severity, self.expected, self.actual = severity, expected, actual
         self.reason = reason
         self.limit_ms: float | None = None  # set when the probe's time limit ran out
+        self.decided = False  # failed on a quiet page: waiting longer could not change it
 
 
 def _short(message: str) -> str:
@@ -62,10 +69,11 @@ class ProbeRunner:
       action_timeout_ms: timeout of actions and readings (None: until the
         probe's deadline, Playwright's default).
       deadline_ms: monotonic time at which the whole probe must end.
+      decide_when_quiet: end waits early on a quiet page (`BrowserConfig.decide_when_quiet`).
     """
 
     def __init__(self, page: Page, watch: PageWatch, probe: dict, action_timeout_ms: int | None,
-                 deadline_ms: float):
+                 deadline_ms: float, decide_when_quiet: bool = False):
         self.page = page
         self.watch = watch
         self.timeout = float(probe.get("timeout_ms", 5000))
@@ -74,6 +82,8 @@ class ProbeRunner:
         self.vars: dict[str, Any] = {}
         self.steps = probe["steps"]
         self.loaded = False  # the page's load event fired
+        self.decide_when_quiet = decide_when_quiet
+        self._decided = False  # the running step's failure was decided on a quiet page
 
     def _left(self, want: float) -> float:
         return max(1.0, min(want, self.deadline - monotonic_ms()))
@@ -141,9 +151,10 @@ class ProbeRunner:
 
     async def run_step(self, step: dict) -> None:
         kind = step_kind(step)
+        self._decided = False
         try:
             if kind == "wait_ms":
-                await asyncio.sleep(min(step["wait_ms"], max(0.0, self.deadline - monotonic_ms())) / 1000)
+                await self._wait(step["wait_ms"])
             elif kind == "retry":
                 await self._retry(step)
             else:
@@ -153,14 +164,70 @@ class ProbeRunner:
         except (AssertionError, PlaywrightError) as e:
             if _SELECTOR_ERRORS.search(str(e)):
                 raise ProbeError(self.watch.step, f"bad selector: {_short(e)}") from None
-            raise await self._classify(step, _short(e)) from None
+            failure = await self._classify(step, _short(e))
+            failure.decided = self._decided
+            raise failure from None
         except (TypeError, ValueError, KeyError) as e:
             # A step value check_probe let through but the runner cannot use (a `var` that
             # holds an object where a number is needed): the probe's fault, never the app's.
             raise ProbeError(self.watch.step, f"malformed step: {e}") from None
 
+    async def _wait(self, wait_ms: float) -> None:
+        """A `wait_ms` step; on a quiet page, where waiting cannot change anything, it ends at once."""
+        wait_ms = min(wait_ms, max(0.0, self.deadline - monotonic_ms()))
+        start = monotonic_ms()
+        if (self.decide_when_quiet and self.loaded and wait_ms > 4 * GAP_S * 1000
+                and await page_quiet(self.page, self.watch)):
+            return
+        await asyncio.sleep(max(0.0, wait_ms - (monotonic_ms() - start)) / 1000)
+
+    async def _present(self, spec: Any, step: dict) -> None:
+        """Waits until `spec` matches an element, as the step's own call would.
+
+        Fails at once when none matches on a quiet page (nothing can create one); otherwise
+        returns when one matches or the time is up (the step's call then fails as before).
+        """
+        if not self.decide_when_quiet:
+            return
+        loc = self.locator(spec)
+        attempt = 0
+        while monotonic_ms() < self.deadline - 1:
+            if await loc.count() > 0:
+                return
+            if await page_quiet(self.page, self.watch):
+                if await loc.count() > 0:
+                    return
+                failure = self.missing(spec, "none appeared and the page is quiet (nothing "
+                                       "pending could create one)", step)
+                failure.decided = True
+                raise failure
+            pause = _RETRY_INTERVALS_MS[min(attempt, len(_RETRY_INTERVALS_MS) - 1)]
+            await asyncio.sleep(max(0.0, min(pause, self.deadline - monotonic_ms())) / 1000)
+            attempt += 1
+
+    async def _until(self, attempt) -> None:
+        """Runs a web-first expectation `attempt(timeout_ms)` until it holds or times out.
+
+        With decide_when_quiet it runs in slices, and once a slice fails on a quiet page the
+        next try is the last: the expectation can no longer come to hold.
+        """
+        end = monotonic_ms() + self._left(self.timeout)
+        while self.decide_when_quiet and end - monotonic_ms() > 2 * _EXPECT_SLICE_MS:
+            try:
+                await attempt(_EXPECT_SLICE_MS)
+                return
+            except AssertionError:
+                pass
+            if await page_quiet(self.page, self.watch):
+                self._decided = True
+                await attempt(_LAST_TRY_MS)
+                self._decided = False
+                return
+        await attempt(max(1.0, end - monotonic_ms()))
+
     async def _do(self, step: dict) -> None:
         loc = self.locator(step["locator"])
+        await self._present(step["locator"], step)
         t = self._left(self.action_timeout)
         action = step["do"]
         if action == "fill":
@@ -174,9 +241,10 @@ class ProbeRunner:
         else:
             await getattr(loc, action)(timeout=t)
 
-    async def _point(self, at: dict) -> tuple[float, float]:
+    async def _point(self, at: dict, step: dict) -> tuple[float, float]:
         if "box" not in at:
             return float(at["x"]), float(at["y"])
+        await self._present(at["box"], step)
         box = await self.locator(at["box"]).bounding_box(timeout=self._left(self.action_timeout))
         if box is None:
             raise StepFailure(f"{describe_locator(at['box'])} has no bounding box (not visible)")
@@ -188,7 +256,7 @@ class ProbeRunner:
         mouse = self.page.mouse
         action = step["mouse"]
         if "at" in step:
-            x, y = await self._point(step["at"])
+            x, y = await self._point(step["at"], step)
             if action == "click":
                 await mouse.click(x, y)
                 return
@@ -229,19 +297,21 @@ class ProbeRunner:
                 raise StepFailure("the page did not answer an evaluation (hung?)", "severe",
                                   reason=Reason.HANG) from None
         else:
+            if step["read"] != "count":
+                await self._present(step["from"], step)
             value = await self._read(self.locator(step["from"]), step["read"])
         self.vars[step["save"]] = value
 
     async def _expect(self, step: dict) -> None:
         loc = self.locator(step["locator"])
         kind = step["expect"]
-        kw = {"timeout": self._left(self.timeout)}
         if kind in ("visible", "hidden", "enabled", "disabled", "empty"):
             name, args = f"to_be_{kind}", ()
         elif kind == "checked":
             # "value": false asks for unchecked; with "not" it flips once more.
             want = bool(step.get("value", True)) != bool(step.get("not"))
-            await getattr(expect(loc), "to_be_checked" if want else "not_to_be_checked")(**kw)
+            check = getattr(expect(loc), "to_be_checked" if want else "not_to_be_checked")
+            await self._until(lambda t: check(timeout=t))
             return
         elif kind == "count":
             name, args = "to_have_count", (int(self.value(step["value"])),)
@@ -252,7 +322,8 @@ class ProbeRunner:
                       "value": "to_have_value", "class": "to_have_class"}[kind]
             name, args = method, (self.text_value(step["value"]),)
         # Playwright's Python API spells negation as not_to_*.
-        await getattr(expect(loc), ("not_" if step.get("not") else "") + name)(*args, **kw)
+        check = getattr(expect(loc), ("not_" if step.get("not") else "") + name)
+        await self._until(lambda t: check(*args, timeout=t))
 
     async def _assert(self, step: dict) -> None:
         op = step["assert"]
@@ -269,7 +340,7 @@ class ProbeRunner:
     async def _retry(self, step: dict) -> None:
         end = min(self.deadline, monotonic_ms() + float(step.get("timeout_ms", self.timeout)))
         saved = (self.timeout, self.action_timeout, self.deadline)
-        attempt = 0
+        attempt, last = 0, False
         try:
             while True:
                 # Inner waits are bounded by the block's remaining time so the
@@ -279,9 +350,16 @@ class ProbeRunner:
                     for inner in step["retry"]:
                         await self.run_step(inner)
                     return
-                except StepFailure:
-                    if monotonic_ms() >= end - 1:
+                except StepFailure as failure:
+                    failure.decided = last
+                    if last or monotonic_ms() >= end - 1:
                         raise
+                    # A read-only block on a page that can no longer change: one more try,
+                    # made after the page was found quiet, reads what every later one would.
+                    last = self.decide_when_quiet and read_only(step["retry"]) and \
+                        await page_quiet(self.page, self.watch)
+                    if last:
+                        continue
                 pause = _RETRY_INTERVALS_MS[min(attempt, len(_RETRY_INTERVALS_MS) - 1)]
                 await asyncio.sleep(max(0.0, min(pause, end - monotonic_ms())) / 1000)
                 attempt += 1
@@ -325,6 +403,21 @@ class ProbeRunner:
             actual = _preview(m.group(1)) if m else await _observe(loc, step)
         return StepFailure(message, severity, expected=_preview(step.get("value")), actual=actual,
                            reason=Reason.WRONG_VALUE if kind else Reason.STEP_FAILED)
+
+
+def read_only(steps: list) -> bool:
+    """Whether steps only read the page (no action, no script evaluation)."""
+    for step in steps:
+        kind = step_kind(step)
+        if kind == "retry":
+            if not read_only(step["retry"]):
+                return False
+        elif kind == "save":
+            if "eval" in step:
+                return False
+        elif kind not in ("expect", "assert", "wait_ms"):
+            return False
+    return True
 
 
 async def _observe(loc: Locator, step: dict) -> Any:

@@ -190,7 +190,7 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
     async with worker.page(extraction.code, alone=alone) as (page, watch, context):
         t0 = time.perf_counter()
         runner = ProbeRunner(page, watch, rubric.probe, b.action_timeout_ms,
-                             monotonic_ms() + limit_ms)
+                             monotonic_ms() + limit_ms, decide_when_quiet=b.decide_when_quiet)
         cov = None
         if b.coverage:
             cov = Coverage()

@@ -45,6 +45,7 @@ from playwright.async_api import Browser, BrowserContext, CDPSession, Page, asyn
 
 from evaluators.sandbox.app_server import APP_ORIGIN, APP_URL, AppServer, is_cdn_url
 from evaluators.config import BrowserConfig
+from evaluators.sandbox.quiet import QUIET_JS
 
 __all__ = ["APP_ORIGIN", "APP_URL", "BrowserWorker", "EvaluatorFault", "PageWatch", "parse_stack"]
 # Only documents are intercepted (the app's own, and navigations that would leave it), and
@@ -94,6 +95,8 @@ class PageWatch:
       step, interaction: the running step and last interaction step.
       shared: another page of the same browser was open at some moment while
         this one was (it shared the CPU).
+      inflight: the page's requests that have neither finished nor failed (for
+        `quiet.page_quiet`).
     """
 
     errors: list = dataclasses.field(default_factory=list)
@@ -109,6 +112,7 @@ class PageWatch:
     step: int | None = None
     interaction: int | None = None
     shared: bool = False
+    inflight: set = dataclasses.field(default_factory=set)
 
     def on_error(self, error) -> None:
         self.errors.append({
@@ -426,6 +430,8 @@ class BrowserWorker:
             gen.draining = True
             raise EvaluatorFault(f"could not open a browser context: {e}") from e
         try:
+            # Before any document of the context: the quiet tracker must see every timer.
+            await context.add_init_script(script=QUIET_JS)
             page = await context.new_page()
             cdp = await context.new_cdp_session(page)
             info = await cdp.send("Target.getTargetInfo")
@@ -443,6 +449,10 @@ class BrowserWorker:
         page.on("dialog", lambda d: self._dialog(d, slot.watch))
         page.on("request", lambda r: self._requested(r, slot.watch))
         page.on("requestfailed", lambda r: self._failed(r, slot.watch))
+        # A request of the previous app that ends under the next app's watch is not there.
+        page.on("request", lambda r: slot.watch.inflight.add(r))
+        page.on("requestfinished", lambda r: slot.watch.inflight.discard(r))
+        page.on("requestfailed", lambda r: slot.watch.inflight.discard(r))
         return slot
 
     async def _put_back(self, slot: _Slot, gen: _Generation) -> None:
