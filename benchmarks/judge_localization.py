@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from faults import FAULTS  # noqa: E402
+from evaluators.synth.faults import FAULTS  # noqa: E402
 from localization import DATA, train_tokenizer  # noqa: E402
 
 from evaluators.checks.extract import extract_app  # noqa: E402

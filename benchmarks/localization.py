@@ -24,7 +24,7 @@ Run:
       [--tasks 40] [--per-kind 1] [--seeds 0 1] [--limit N] [--pages 3] [--fresh]
       [--fresh-mutants] [--no-rules] [--faults seen|unseen|all] [--split all|dev|held-out]
 
-The fault kinds live in ``benchmarks/faults.py``: ``--faults seen`` (default) are the six
+The fault kinds live in ``evaluators/synth/faults.py``: ``--faults seen`` (default) are the six
 above, which the rules were written while looking at; ``--faults unseen`` are eight kinds no
 rule was written for (swapped arguments, a wrong variable, an off-by-one loop bound, an early
 return, a wrong property name, a listener on the wrong element, a timer never started, state
@@ -74,7 +74,7 @@ from evaluators.localize.tokens import span_mask, token_char_ranges  # noqa: E40
 from evaluators.fleet.pool import score_rows_async  # noqa: E402
 from evaluators.summary import table  # noqa: E402
 from evaluators.tasks import Task, load_responses, load_tasks  # noqa: E402
-from faults import FAULTS, UNSEEN, Mutation, held_out  # noqa: E402
+from evaluators.synth.faults import FAULTS, UNSEEN, Mutation, held_out  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "interactscience"
 CACHE = REPO / "runs" / "localization"

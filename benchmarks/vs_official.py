@@ -10,7 +10,7 @@ is installed from npm into a cache folder on first use. Pages are extracted by t
 own `extract_and_save_code.py`. Each of our arms runs `python -m evaluators score
 --all-rubrics` (every probe, as a benchmark's runner does) as a process of its own. Wall time
 is the arm's process; CPU-s is the user + system time of that process and everything it
-started (Chromium, Node), from the kernel's accounting of reaped children.
+started (Chromium, Node), sampled from /proc.
 
 Verdicts are compared on the rubrics both check fully (a probe and no dropped screenshot
 step): our pass/fail against the runner's passed vs failed/timedOut of the same run.
@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -37,8 +36,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
 
 from evaluators.config import CHROMIUM, EvalConfig, machine_fleet  # noqa: E402
+from proc_cpu import CpuSampler  # noqa: E402
 from evaluators.fleet.pool import make_mirror  # noqa: E402
 from evaluators.sandbox.app_server import AppServer  # noqa: E402
 from evaluators.summary import table  # noqa: E402
@@ -83,14 +84,15 @@ def install_runner(version: str) -> Path:
 
 
 def timed(cmd: list[str], **kw) -> tuple[float, float, subprocess.CompletedProcess]:
-    """(wall s, CPU-s of the process and all it started, result) of one command."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    """(wall s, CPU-s of the process and all it started, result) of one command.
+
+    CPU is sampled from /proc (`proc_cpu.CpuSampler`): the kernel's accounting of reaped
+    children misses Chromium's renderers, which their zygote does not wait for.
+    """
     t0 = time.perf_counter()
-    done = subprocess.run(cmd, **kw)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, done
+    with CpuSampler() as cpu:
+        done = subprocess.run(cmd, **kw)
+    return time.perf_counter() - t0, cpu.total, done
 
 
 def official_arm(rows: list[dict], workers: int, version: str) -> tuple[float, float, dict]:

@@ -161,6 +161,13 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_synth(args: argparse.Namespace) -> int:
+    """Drafts validated into tasks (evaluators.synth.pipeline)."""
+    from evaluators.synth.pipeline import run
+
+    return run(args, _config(args), args.workers)
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     """Scores the bundled example set (a counter app and eight responses)."""
     from pathlib import Path
@@ -174,20 +181,21 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m evaluators")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    browser = argparse.ArgumentParser(add_help=False)
-    browser.add_argument("--tasks", required=True, help="tasks.jsonl (shared/specs/task-format.md)")
-    browser.add_argument("--workers", type=int, default=0, help="browser processes (default "
+    fleet = argparse.ArgumentParser(add_help=False)
+    fleet.add_argument("--workers", type=int, default=0, help="browser processes (default "
                          "0: one per CPU, fewer when memory is short; config.machine_fleet)")
-    browser.add_argument("--pages", type=int, default=0, help="most probes in flight per "
+    fleet.add_argument("--pages", type=int, default=0, help="most probes in flight per "
                          "browser (default 0: up to 8, as the available memory allows)")
-    browser.add_argument("--probe-time-limit-ms", type=int,
+    fleet.add_argument("--probe-time-limit-ms", type=int,
                          default=EvalConfig().browser.probe_time_limit_ms)
-    browser.add_argument("--page-reuse", type=int, default=EvalConfig().browser.page_reuse,
+    fleet.add_argument("--page-reuse", type=int, default=EvalConfig().browser.page_reuse,
                          help="probes a page slot serves (reset between them) before it is "
                               "closed; 1 = a new browser context for every probe")
-    browser.add_argument("--wait-out-timeouts", action="store_true", help="wait every step "
+    fleet.add_argument("--wait-out-timeouts", action="store_true", help="wait every step "
                          "out to its timeout, as Playwright's runner does, even on a page where "
                          "nothing is pending (BrowserConfig.decide_when_quiet off)")
+    browser = argparse.ArgumentParser(add_help=False, parents=[fleet])
+    browser.add_argument("--tasks", required=True, help="tasks.jsonl (shared/specs/task-format.md)")
     judge = browser.add_argument_group("judge", "an OpenAI-compatible LLM judge for rubrics "
                                        "without a probe (evaluators.judge)")
     judge.add_argument("--judge-base-url", default="", help="API root, e.g. "
@@ -234,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
                     "a benchmark's own runner does (the reward stays gated)")
     lb.add_argument("--json", default=None, help="write every figure as JSON")
     lb.add_argument("--markdown", default=None, help="write the tables as Markdown")
+    synth = sub.add_parser("synth", parents=[fleet], help="tasks from drafts (a model's or "
+                           "offline), validated by running them (evaluators.synth)")
+    from evaluators.synth.pipeline import add_arguments as synth_arguments
+    synth_arguments(synth)
     demo = sub.add_parser("demo", help="score the bundled example set and print the table")
     demo.add_argument("--out", default="runs/demo.jsonl")
     args = ap.parse_args(argv)
@@ -247,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         args.workers, args.pages, args.quiet, args.all_rubrics = 1, defaults.pages_per_worker, False, False
         args.probe_time_limit_ms, args.page_reuse = defaults.probe_time_limit_ms, defaults.page_reuse
     return {"score": cmd_score, "localize": cmd_localize, "leaderboard": cmd_leaderboard,
-            "demo": cmd_demo}[args.cmd](args)
+            "demo": cmd_demo, "synth": cmd_synth}[args.cmd](args)
 
 
 if __name__ == "__main__":

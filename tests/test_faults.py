@@ -12,7 +12,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from faults import FAULTS, UNSEEN, held_out  # noqa: E402
+from evaluators.synth.faults import FAULTS, UNSEEN, held_out  # noqa: E402
 
 from evaluators.checks.extract import extract_app  # noqa: E402
 from evaluators.checks.source import source_diagnostics  # noqa: E402

@@ -13,10 +13,11 @@ import re
 from typing import Any
 
 from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import TimeoutError as PlaywrightTimeout
 from playwright.async_api import Locator, Page, expect
 
 from evaluators.sandbox.browser import LeftWhileLoading, PageWatch, load_app, monotonic_ms
-from evaluators.sandbox.quiet import GAP_S, page_quiet
+from evaluators.sandbox.quiet import GAP_S, page_quiet, quiet_rtt
 from evaluators.contract import Reason
 from evaluators.checks.steps import (INTERACTION_KEYS, ProbeError, describe_locator, js_regex,
                               js_string, step_kind)
@@ -29,8 +30,14 @@ _RETRY_INTERVALS_MS = (100, 250, 500, 1000)
 # With decide_when_quiet, an expectation is tried in slices of this long (Playwright polls
 # inside each) and the page's quietness is read between them.
 _EXPECT_SLICE_MS = 1000.0
-# The last try of an expectation on a quiet page (one or two of Playwright's polls).
-_LAST_TRY_MS = 100.0
+# The last try on a quiet page has at least this long, and this many of the page's current
+# round trips: the page cannot change, so only the evaluator's own speed can fail it.
+_LAST_TRY_MS = 250.0
+_LAST_TRY_RTTS = 10
+_LAST_TRIAL_MS = 1000.0
+_LAST_TRIAL_RTTS = 20
+# Pointer actions whose actionability Playwright can check without acting (`trial`).
+_TRIAL_ACTIONS = ("click", "dblclick", "hover", "check", "uncheck")
 # Playwright's assertion message reports what it saw last.
 _ACTUAL = re.compile(r"Actual value: (.*?)(?: \| |$)")
 
@@ -218,16 +225,41 @@ class ProbeRunner:
                 return
             except AssertionError:
                 pass
-            if await page_quiet(self.page, self.watch):
+            rtt = await quiet_rtt(self.page, self.watch)
+            if rtt is not None:
                 self._decided = True
-                await attempt(_LAST_TRY_MS)
+                await attempt(min(max(_LAST_TRY_MS, _LAST_TRY_RTTS * rtt), max(1.0, end - monotonic_ms())))
                 self._decided = False
                 return
         await attempt(max(1.0, end - monotonic_ms()))
 
+    async def _actionable(self, loc: Locator, action: str) -> None:
+        """Waits, as the action itself would, until the element can take a pointer action.
+
+        Tries the action's actionability checks alone (`trial`: nothing is clicked) in slices;
+        once a slice fails on a quiet page, one last try decides (a hidden, disabled or covered
+        element stays so on a page that cannot change). The action then runs as usual.
+        """
+        end = monotonic_ms() + self._left(self.action_timeout)
+        while end - monotonic_ms() > 2 * _EXPECT_SLICE_MS:
+            try:
+                await getattr(loc, action)(trial=True, timeout=_EXPECT_SLICE_MS)
+                return
+            except PlaywrightTimeout:
+                pass
+            rtt = await quiet_rtt(self.page, self.watch)
+            if rtt is not None:
+                self._decided = True
+                last = max(_LAST_TRIAL_MS, _LAST_TRIAL_RTTS * rtt)
+                await getattr(loc, action)(trial=True, timeout=min(last, max(1.0, end - monotonic_ms())))
+                self._decided = False
+                return
+
     async def _do(self, step: dict) -> None:
         loc = self.locator(step["locator"])
         await self._present(step["locator"], step)
+        if self.decide_when_quiet and step["do"] in _TRIAL_ACTIONS:
+            await self._actionable(loc, step["do"])
         t = self._left(self.action_timeout)
         action = step["do"]
         if action == "fill":

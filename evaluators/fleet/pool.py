@@ -11,8 +11,8 @@ used once (`score`) or kept up across training steps and fed group by group
 from __future__ import annotations
 
 import asyncio
-import collections
 import dataclasses
+import heapq
 import logging
 import multiprocessing as mp
 import queue
@@ -214,7 +214,10 @@ class EvaluatorPool:
         self._ctx = mp.get_context("spawn")
         self._slots: list[_Slot | None] = [None] * self.n
         self._rows: dict[int, dict] = {}
-        self._todo: collections.deque[int] = collections.deque()
+        # (0 for a row to retry, else 1; minus its probes; id): retries first, then the
+        # rows whose tasks have the most probes, so the slowest apps do not start last and
+        # stretch the tail of a batch (records still come back in input order).
+        self._todo: list[tuple[int, int, int]] = []
         self._done: dict[int, dict] = {}
         self._next_id = 0
         self.restarts = 0
@@ -278,10 +281,14 @@ class EvaluatorPool:
                 self._pump(1.0)
             idx, self._next_id = self._next_id, self._next_id + 1
             self._rows[idx] = row
-            self._todo.append(idx)
+            heapq.heappush(self._todo, (1, -self._probes(row), idx))
             ids.append(idx)
-            self._dispatch()
+        self._dispatch()
         return ids
+
+    def _probes(self, row: dict) -> int:
+        task = self.tasks.get(row.get("task_id"))
+        return 0 if task is None else sum(r.probe is not None for r in task.rubrics)
 
     def collect(self, ids: Iterable[int]) -> list[dict]:
         """Blocks until the records of `ids` are done; returns them in that order."""
@@ -318,7 +325,7 @@ class EvaluatorPool:
     def _dispatch(self) -> None:
         for slot in self._slots:
             while self._todo and len(slot.inflight) < self.per_worker:
-                idx = self._todo.popleft()
+                idx = heapq.heappop(self._todo)[2]
                 row = self._rows[idx]
                 slot.inflight[idx] = self._deadline(row)
                 slot.jobs.put((idx, row))
@@ -378,7 +385,7 @@ class EvaluatorPool:
     def _requeue(self, idx: int, ran: bool = True) -> None:
         row = self._rows[idx]
         if not ran:
-            self._todo.appendleft(idx)
+            heapq.heappush(self._todo, (0, 0, idx))
             return
         # A job that took a worker down twice gets an error record; its first
         # crash may have been a neighbour's fault.
@@ -389,4 +396,4 @@ class EvaluatorPool:
             self._done[idx] = merge(clean, {**rec, "attempts": 2})
         else:
             self._rows[idx] = {**row, "_rcca_pool_retry": 1}
-            self._todo.appendleft(idx)
+            heapq.heappush(self._todo, (0, 0, idx))

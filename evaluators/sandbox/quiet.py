@@ -25,6 +25,7 @@ fail sooner.
 from __future__ import annotations
 
 import asyncio
+import time
 
 QUIET_JS = r"""
 (() => {
@@ -147,13 +148,15 @@ GAP_S = 0.15
 _READ_TIMEOUT_S = 1.0
 
 
-async def _reading(page) -> dict | None:
+async def _reading(page) -> tuple[dict | None, float]:
+    """The tracker's reading and its round trip in ms (None on any doubt)."""
+    t0 = time.perf_counter()
     try:
         got = await asyncio.wait_for(
             page.evaluate("() => window.__rccaQuiet ? window.__rccaQuiet() : null"), _READ_TIMEOUT_S)
     except Exception:  # noqa: BLE001 - any doubt is "not quiet"
-        return None
-    return got if isinstance(got, dict) else None
+        got = None
+    return (got if isinstance(got, dict) else None), (time.perf_counter() - t0) * 1000
 
 
 def _still(reading: dict | None, watch) -> bool:
@@ -162,16 +165,25 @@ def _still(reading: dict | None, watch) -> bool:
             and not watch.crashed and not watch.hung)
 
 
-async def page_quiet(page, watch) -> bool:
-    """Whether nothing pending can change the page any more (two readings `GAP_S` apart).
+async def quiet_rtt(page, watch) -> float | None:
+    """None unless nothing pending can change the page any more (two readings `GAP_S` apart);
+    else the slower reading's round trip in ms: how fast the page answers now, which a last
+    check on a quiet page scales its time limit by (a loaded CPU must not fail it).
 
     Args:
       page: a loaded app page of a context with `QUIET_JS` installed.
       watch: its PageWatch (requests in flight, load and crash state).
     """
-    first = await _reading(page)
+    first, rtt1 = await _reading(page)
     if not _still(first, watch):
-        return False
+        return None
     await asyncio.sleep(GAP_S)
-    second = await _reading(page)
-    return _still(second, watch) and second["activity"] == first["activity"]
+    second, rtt2 = await _reading(page)
+    if _still(second, watch) and second["activity"] == first["activity"]:
+        return max(rtt1, rtt2)
+    return None
+
+
+async def page_quiet(page, watch) -> bool:
+    """Whether nothing pending can change the page any more (`quiet_rtt`)."""
+    return await quiet_rtt(page, watch) is not None

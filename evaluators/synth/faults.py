@@ -1,4 +1,4 @@
-"""Fault injection for the localization benchmarks: single-fault mutants of real answers.
+"""Fault injection: single-fault mutants of apps (the localization benchmarks, task synthesis).
 
 Every operator takes an app's code graph and returns the places it can put one fault
 (``Mutation``: a replacement of ``response[start:end]``, the fault being the new text).
@@ -322,4 +322,69 @@ UNSEEN: dict[str, Callable[[CodeGraph, random.Random], list[Mutation]]] = {
     "loop_bound": _loop_bound, "early_return": _early_return,
     "property_name": _property_name, "listener_target": _listener_target,
     "timer_not_started": _timer_not_started, "reset_misplaced": _reset_misplaced,
+}
+
+
+# -- markup: what an app shows before any script runs (task synthesis) --------------------------
+
+_MARKUP_ATTRS = ("type", "value", "min", "max", "step", "placeholder", "checked", "hidden",
+                 "disabled", "selected")
+
+
+def _element_dropped(g: CodeGraph, rng: random.Random) -> list[Mutation]:
+    """An element with an id removed from the page (a control or display left out)."""
+    return [Mutation("element_dropped", e.span[0], e.span[1], "")
+            for e in g.elements if e.id and e.tag not in ("script", "style", "html", "body", "head")]
+
+
+def _id_renamed(g: CodeGraph, rng: random.Random) -> list[Mutation]:
+    """An element's id misspelled in the markup (scripts and probes no longer find it)."""
+    out = []
+    for e in g.elements:
+        for a in e.attributes:
+            if a.name == "id" and a.value and a.value_span:
+                out.append(Mutation("id_renamed", a.value_span[0], a.value_span[1], a.value + "x"))
+    return out
+
+
+def _attribute_changed(g: CodeGraph, rng: random.Random) -> list[Mutation]:
+    """An input's type, value, bound or state attribute changed or removed."""
+    out = []
+    for e in g.elements:
+        for a in e.attributes:
+            if a.name not in _MARKUP_ATTRS:
+                continue
+            if a.value_span and a.value:
+                new = {"number": "text", "text": "number", "range": "number",
+                       "checkbox": "radio"}.get(a.value)
+                if new is None:
+                    m = _NUMBER.fullmatch(a.value)
+                    new = str(int(float(a.value)) + 1) if m else a.value + "?"
+                out.append(Mutation("attribute_changed", a.value_span[0], a.value_span[1], new))
+            else:
+                out.append(Mutation("attribute_changed", a.span[0], a.span[1], ""))
+    return out
+
+
+def _text_changed(g: CodeGraph, rng: random.Random) -> list[Mutation]:
+    """The initial text of an element with an id changed (a wrong default or label)."""
+    out = []
+    for e in g.elements:
+        if not e.id or e.children or e.tag in ("script", "style"):
+            continue
+        inner_start = e.start_tag[1]
+        close = g.text.rfind("</", inner_start, e.span[1])
+        if close <= inner_start:
+            continue
+        text = g.text[inner_start:close]
+        if text.strip() and "<" not in text:
+            m = _NUMBER.search(text)
+            new = (text[:m.start()] + str(int(float(m.group())) + 1) + text[m.end():]) if m else text + "!"
+            out.append(Mutation("text_changed", inner_start, close, new))
+    return out
+
+
+MARKUP: dict[str, Callable[[CodeGraph, random.Random], list[Mutation]]] = {
+    "element_dropped": _element_dropped, "id_renamed": _id_renamed,
+    "attribute_changed": _attribute_changed, "text_changed": _text_changed,
 }

@@ -1,0 +1,1 @@
+"""Rubric-driven task synthesis: drafts (from a model or offline) validated by running them."""
