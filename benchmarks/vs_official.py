@@ -169,7 +169,7 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=5, help="every Nth answer of the model")
     ap.add_argument("--official-workers", type=int, default=2)
     ap.add_argument("--playwright-test", default=PLAYWRIGHT_TEST)
-    ap.add_argument("--arms", default="official,auto,wait,w1p4")
+    ap.add_argument("--arms", default="official,auto,wait", help="also: w1p4")
     args = ap.parse_args()
     if not DATA.exists():
         sys.exit(f"needs the InteractScience data at {DATA}")

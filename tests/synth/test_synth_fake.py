@@ -101,6 +101,11 @@ def test_the_pipeline_keeps_exactly_the_valid_drafts(tmp_path):
     (bound,) = [t for t in tasks if spec_of[t["id"]] == "case:name-bound"]
     probes = {r["id"]: r["probe"] for r in bound["rubrics"]}
     assert probes["adds"] is not None and probes["state-variable"] is None
-    assert [j["check"] for j in report["judge_only"]] == ["robust"]
+    kept_ids = {t["id"] for t in tasks}
+    assert [j["check"] for j in report["judge_only"] if j["id"] in kept_ids] == ["robust"]
+    # The heading probe could not fail on any mutant (there is none to make): judge-only,
+    # which left its draft without a probe.
+    assert [(seed_of[j["id"]], j["check"]) for j in report["judge_only"] if j["id"] not in kept_ids] \
+        == [("never-fails", "discriminates")]
     assert all(t["meta"]["provenance"]["model"] == "fake-drafter" for t in tasks)
     assert [json.loads(x)["task_id"] for x in refs.read_text().splitlines()] == [t["id"] for t in tasks]
