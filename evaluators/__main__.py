@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     fleet.add_argument("--workers", type=int, default=0, help="browser processes (default "
                          "0: one per CPU, fewer when memory is short; config.machine_fleet)")
     fleet.add_argument("--pages", type=int, default=0, help="most probes in flight per "
-                         "browser (default 0: up to 8, as the available memory allows)")
+                         "browser (default 0: up to 6, as the available memory allows)")
     fleet.add_argument("--probe-time-limit-ms", type=int,
                          default=EvalConfig().browser.probe_time_limit_ms)
     fleet.add_argument("--page-reuse", type=int, default=EvalConfig().browser.page_reuse,

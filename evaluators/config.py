@@ -137,12 +137,14 @@ class BrowserConfig:
         limit on a small machine; without the rerun its verdicts would depend
         on how many pages the evaluator runs at once. Costs at most one more
         probe time limit per such probe.
-      decide_when_quiet: a step waiting for an element, or for an element's
-        state, on a page where nothing is pending (no timer, animation frame,
-        request, animation or other wake-up source: `sandbox.quiet`) is decided
-        at once instead of at its timeout, since such a page cannot change by
-        itself; a `wait_ms` on such a page is skipped, and a read-only `retry`
-        block stops retrying. False waits as Playwright's runner does.
+      decide_when_quiet: a step waiting for an element, for an element's state
+        or for an element to take a pointer action, on a page where nothing is
+        pending (no timer, animation frame, request, animation or other wake-up
+        source: `sandbox.quiet`) is decided at once instead of at its timeout,
+        since such a page cannot change by itself (the last check gets time in
+        proportion to the page's round trip, so a loaded CPU cannot fail it); a
+        `wait_ms` on such a page is skipped, and a read-only `retry` block stops
+        after one more try. False waits as Playwright's runner does.
     """
 
     executable_path: str = CHROMIUM
@@ -207,7 +209,7 @@ class EvalConfig:
 # A browser with its pages open holds about this much memory per page (the renderers of
 # the heaviest InteractScience answers reach 0.7-0.9 GiB; most stay near 0.3).
 PAGE_MEMORY_GIB = 0.75
-MAX_PAGES_PER_WORKER = 8
+MAX_PAGES_PER_WORKER = 6
 
 
 def _available_gib() -> float | None:

@@ -212,48 +212,50 @@ class ProbeRunner:
             await asyncio.sleep(max(0.0, min(pause, self.deadline - monotonic_ms())) / 1000)
             attempt += 1
 
-    async def _until(self, attempt) -> None:
-        """Runs a web-first expectation `attempt(timeout_ms)` until it holds or times out.
+    async def _sliced(self, attempt, budget_ms: float, missed: type, last: tuple[float, int],
+                      finish: bool) -> None:
+        """Runs `attempt(timeout_ms)` in slices until it succeeds, decided on a quiet page.
 
-        With decide_when_quiet it runs in slices, and once a slice fails on a quiet page the
-        next try is the last: the expectation can no longer come to hold.
+        A slice that fails with `missed` on a page where nothing is pending makes the next try
+        the last: nothing can change any more. That try gets `last` = (at least ms, times the
+        page's current round trip), so a loaded CPU cannot fail it. With `finish`, a budget too
+        short for slicing is spent on one try; otherwise this returns and the caller goes on.
         """
-        end = monotonic_ms() + self._left(self.timeout)
-        while self.decide_when_quiet and end - monotonic_ms() > 2 * _EXPECT_SLICE_MS:
+        end = monotonic_ms() + budget_ms
+        while end - monotonic_ms() > 2 * _EXPECT_SLICE_MS:
             try:
                 await attempt(_EXPECT_SLICE_MS)
                 return
-            except AssertionError:
+            except missed:
                 pass
             rtt = await quiet_rtt(self.page, self.watch)
             if rtt is not None:
                 self._decided = True
-                await attempt(min(max(_LAST_TRY_MS, _LAST_TRY_RTTS * rtt), max(1.0, end - monotonic_ms())))
+                await attempt(min(max(last[0], last[1] * rtt), max(1.0, end - monotonic_ms())))
                 self._decided = False
                 return
-        await attempt(max(1.0, end - monotonic_ms()))
+        if finish:
+            await attempt(max(1.0, end - monotonic_ms()))
+
+    async def _until(self, attempt) -> None:
+        """Runs a web-first expectation `attempt(timeout_ms)` until it holds or times out
+        (decided early on a quiet page with decide_when_quiet)."""
+        if not self.decide_when_quiet:
+            await attempt(self._left(self.timeout))
+            return
+        await self._sliced(attempt, self._left(self.timeout), AssertionError,
+                           (_LAST_TRY_MS, _LAST_TRY_RTTS), finish=True)
 
     async def _actionable(self, loc: Locator, action: str) -> None:
         """Waits, as the action itself would, until the element can take a pointer action.
 
-        Tries the action's actionability checks alone (`trial`: nothing is clicked) in slices;
-        once a slice fails on a quiet page, one last try decides (a hidden, disabled or covered
-        element stays so on a page that cannot change). The action then runs as usual.
+        Tries the action's actionability checks alone (`trial`: nothing is clicked) in slices,
+        decided on a quiet page (a hidden, disabled or covered element stays so on a page that
+        cannot change). The action itself then runs as usual.
         """
-        end = monotonic_ms() + self._left(self.action_timeout)
-        while end - monotonic_ms() > 2 * _EXPECT_SLICE_MS:
-            try:
-                await getattr(loc, action)(trial=True, timeout=_EXPECT_SLICE_MS)
-                return
-            except PlaywrightTimeout:
-                pass
-            rtt = await quiet_rtt(self.page, self.watch)
-            if rtt is not None:
-                self._decided = True
-                last = max(_LAST_TRIAL_MS, _LAST_TRIAL_RTTS * rtt)
-                await getattr(loc, action)(trial=True, timeout=min(last, max(1.0, end - monotonic_ms())))
-                self._decided = False
-                return
+        await self._sliced(lambda t: getattr(loc, action)(trial=True, timeout=t),
+                           self._left(self.action_timeout), PlaywrightTimeout,
+                           (_LAST_TRIAL_MS, _LAST_TRIAL_RTTS), finish=False)
 
     async def _do(self, step: dict) -> None:
         loc = self.locator(step["locator"])

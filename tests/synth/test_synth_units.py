@@ -143,3 +143,18 @@ def test_decisions_from_scored_records():
     out = Outcome()
     decide(d, refs + [("mutant", _rec(every, status="error"))], cfg, out)
     assert out.dropped[0]["check"] == "evaluator_error"
+
+
+def test_difficulty_is_measured_from_answers_when_there_are_some():
+    from evaluators.synth.pipeline import measured_difficulty
+
+    tasks = [{"id": i, "meta": {"difficulty": "medium"}} for i in ("a", "b", "c", "d")]
+    recs = [_rec({"x": "pass", "y": "pass", "z": "pass"}) | {"task_id": "a"},
+            _rec({"x": "pass", "y": "fail", "z": "fail"}) | {"task_id": "b"},
+            _rec({"x": "pass", "y": "pass", "z": "fail"}) | {"task_id": "b"},
+            _rec({"x": "fail"}) | {"task_id": "c"},
+            _rec({"x": "pass"}, status="error") | {"task_id": "d"}]
+    measured_difficulty(tasks, recs)
+    assert [t["meta"]["difficulty"] for t in tasks] == ["easy", "medium", "hard", "medium"]
+    assert tasks[1]["meta"]["pass_rate"] == 0.5 and tasks[1]["meta"]["drafted_difficulty"] == "medium"
+    assert "pass_rate" not in tasks[3]["meta"]  # an evaluator error measures nothing
