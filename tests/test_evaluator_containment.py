@@ -309,12 +309,14 @@ def test_a_renderer_killed_from_outside_is_the_evaluators_fault():
     # benchmark) is not the app's crash: the response is scored again, same verdict.
     task = _task("slow", [{"wait_ms": 4000}, {"expect": "text", "locator": "#count",
                                               "value": "0"}])
+    # The wait must really happen (on this quiet page a quiet-page decision would skip it).
+    cfg = dataclasses.replace(CFG, browser=dataclasses.replace(CFG.browser, decide_when_quiet=False))
 
     async def run():
-        worker = await BrowserWorker(CFG.browser, make_mirror(CFG)).start()
+        worker = await BrowserWorker(cfg.browser, make_mirror(cfg)).start()
         try:
             scoring = asyncio.ensure_future(score_rows_async(
-                [{"task_id": "slow", "response": GOOD}], {"slow": task}, CFG, worker=worker))
+                [{"task_id": "slow", "response": GOOD}], {"slow": task}, cfg, worker=worker))
             await asyncio.sleep(2.5)  # loaded, waiting in its first step
             victims = list(_renderers())
             assert victims
