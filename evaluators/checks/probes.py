@@ -188,15 +188,14 @@ class ProbeRunner:
             return
         await asyncio.sleep(max(0.0, wait_ms - (monotonic_ms() - start)) / 1000)
 
-    async def _present(self, spec: Any, step: dict) -> None:
-        """Waits until `spec` matches an element, as the step's own call would.
+    async def _present(self, loc: Locator, spec: Any, step: dict) -> None:
+        """Waits until `loc` (built from `spec`) matches an element, as the step's call would.
 
         Fails at once when none matches on a quiet page (nothing can create one); otherwise
         returns when one matches or the time is up (the step's call then fails as before).
         """
         if not self.decide_when_quiet:
             return
-        loc = self.locator(spec)
         attempt = 0
         while monotonic_ms() < self.deadline - 1:
             if await loc.count() > 0:
@@ -259,7 +258,7 @@ class ProbeRunner:
 
     async def _do(self, step: dict) -> None:
         loc = self.locator(step["locator"])
-        await self._present(step["locator"], step)
+        await self._present(loc, step["locator"], step)
         if self.decide_when_quiet and step["do"] in _TRIAL_ACTIONS:
             await self._actionable(loc, step["do"])
         t = self._left(self.action_timeout)
@@ -278,8 +277,9 @@ class ProbeRunner:
     async def _point(self, at: dict, step: dict) -> tuple[float, float]:
         if "box" not in at:
             return float(at["x"]), float(at["y"])
-        await self._present(at["box"], step)
-        box = await self.locator(at["box"]).bounding_box(timeout=self._left(self.action_timeout))
+        loc = self.locator(at["box"])
+        await self._present(loc, at["box"], step)
+        box = await loc.bounding_box(timeout=self._left(self.action_timeout))
         if box is None:
             raise StepFailure(f"{describe_locator(at['box'])} has no bounding box (not visible)")
         x = box["x"] + box["width"] * float(at.get("fx", 0.5)) + float(at.get("dx", 0))
@@ -331,9 +331,10 @@ class ProbeRunner:
                 raise StepFailure("the page did not answer an evaluation (hung?)", "severe",
                                   reason=Reason.HANG) from None
         else:
+            loc = self.locator(step["from"])
             if step["read"] != "count":
-                await self._present(step["from"], step)
-            value = await self._read(self.locator(step["from"]), step["read"])
+                await self._present(loc, step["from"], step)
+            value = await self._read(loc, step["read"])
         self.vars[step["save"]] = value
 
     async def _expect(self, step: dict) -> None:
