@@ -1,15 +1,20 @@
 """The combiner: the one place where blame is collected, demoted, dropped and merged.
 
 Rules (``evaluators.localize.rules``) decide *what* to blame; they never touch the collected
-items themselves. They hand the combiner three kinds of operation, each tagged with the id of
-the rule that asked for it:
+items. A rule is a generator: it yields operations and the combiner applies each one
+(``Combiner.run``), so a rule is a pure function of the case and of what was blamed before it
+(``Combiner.items``, read-only). Three operations, each tagged with the id of the rule that
+yielded it:
 
-- ``blame``: a span into S_dir (``dir``) or S_ctx (``ctx``), with the facts behind it;
-- ``demote``: direct items that match a test move to the context, because execution showed
+- ``Blame``: a span into S_dir (``dir``) or S_ctx (``ctx``), with the facts behind it;
+- ``Demote``: direct items that match a test move to the context, because execution showed
   they are not where this failure happened; the item keeps the rule that blamed it and records
   the rule that demoted it (``demoted_by``), so a benchmark can ask both;
-- ``drop``: items that a narrower blame replaces (a long function whose statements a slice
+- ``Drop``: items that a narrower blame replaces (a long function whose statements a slice
   blamed), recorded in ``dropped`` with the dropping rule.
+
+The value a ``Demote`` or ``Drop`` yield evaluates to, inside the rule, is how many items it
+moved or removed.
 
 Ordering and fallback are declared with the chains in ``evaluators.localize.spans``: the chain
 of a (method, kind) is a tuple of steps run in order; a step marked ``fallback`` runs only
@@ -22,7 +27,7 @@ blamed it (``rule`` first, then ``also``).
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterable, Sequence
+from typing import Any, Callable, Generator, Iterable, Sequence, Union
 
 from evaluators.localize.model import Span
 
@@ -75,6 +80,41 @@ class Blame:
     demoted_by: str = ""
 
 
+@dataclasses.dataclass(frozen=True)
+class Demote:
+    """Moves the direct items for which ``test`` holds to the context.
+
+    Attributes:
+        test: Which direct items to demote.
+        because: Appended to each demoted item's ``why``.
+        by: The fact that demotes them (their ``by`` becomes it).
+        rule: Id of the rule demoting them (kept as the items' ``demoted_by``).
+    """
+
+    test: Callable[[Blame], bool]
+    because: str
+    by: str = "coverage"
+    rule: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Drop:
+    """Removes the items for which ``test`` holds (a narrower blame replaces them).
+
+    Attributes:
+        test: Which items to remove.
+        rule: Id of the rule dropping them.
+    """
+
+    test: Callable[[Blame], bool]
+    rule: str = ""
+
+
+Op = Union[Blame, Demote, Drop]
+# What a rule is: a generator of operations; it may return a value to the rule calling it.
+Ops = Generator[Op, Any, Any]
+
+
 def merge_spans(spans: Iterable[Span]) -> list[Span]:
     """Sorted union of spans; empty spans dropped, touching spans joined."""
     out: list[list[int]] = []
@@ -116,6 +156,28 @@ class Combiner:
     def items(self) -> tuple[Blame, ...]:
         """What is blamed now, in the order blamed (read-only: rules read, never write)."""
         return tuple(self._items)
+
+    def run(self, ops: Ops) -> Any:
+        """Applies every operation ``ops`` yields, in order; returns what the generator
+        returns. Each operation is applied before the generator resumes, so a rule sees its
+        own earlier blame in ``items``."""
+        value = None
+        while True:
+            try:
+                op = ops.send(value)
+            except StopIteration as stop:
+                return stop.value
+            value = self.apply(op)
+
+    def apply(self, op: Op) -> int | None:
+        """Applies one operation; a demotion or a drop returns how many items it changed."""
+        if isinstance(op, Blame):
+            return self.blame(op)
+        if isinstance(op, Demote):
+            return self.demote(op.test, op.because, op.rule, op.by)
+        if isinstance(op, Drop):
+            return self.drop(op.test, op.rule)
+        raise TypeError(f"a localization rule yielded {op!r}, not a Blame, Demote or Drop")
 
     def blame(self, item: Blame) -> None:
         if item.span[1] > item.span[0]:

@@ -1,17 +1,22 @@
 """The registry of localization rules: every rule has a stable id, and can be switched off.
 
-A rule is a function of the case being localized (``spans_common._Case``) that adds blame
-items; `rule` registers it under its id. While a rule runs, the items it adds (directly or
-through the helpers it calls) carry its id, so every blamed span in a record names the rule
-that blamed it (``evidence[].rule``), the localization benchmark can count each rule's hits,
-and `LocalizeConfig.disabled_rules` ablates a rule (the chain runs as if it added nothing;
-rules after it see what the others added).
+A rule is a generator function of the case being localized (``spans_common._Case``): it reads
+the case (graph, diagnostic, probe, settings, and what was blamed before it) and yields blame
+operations (``combine.Blame``, ``Demote``, ``Drop``), which ``combine.Combiner.run`` applies;
+it changes nothing itself. `rule` registers it under its id and tags every operation it
+yields (itself, or through the helpers it calls with ``yield from``) that no inner rule
+tagged, so every blamed span in a record names the rule that blamed it (``evidence[].rule``),
+the localization benchmark can count each rule's hits, and `LocalizeConfig.disabled_rules`
+ablates a rule (it yields nothing and returns ``off``; rules after it see what the others
+blamed). A rule calling another does so with ``yield from``; ``tests/localize/test_rules.py``
+checks every call of a rule or blaming helper is one.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import inspect
 from typing import Any, Callable
 
 
@@ -29,11 +34,15 @@ RULES: dict[str, Rule] = {}
 
 
 def rule(rule_id: str, off: Any = None) -> Callable:
-    """Registers a rule function under ``rule_id``; ``off`` is what it returns when disabled."""
+    """Registers a rule (a generator function) under ``rule_id``; ``off`` is what it returns
+    when disabled."""
 
     def register(fn: Callable) -> Callable:
         if rule_id in RULES:
             raise ValueError(f"localization rule id {rule_id!r} registered twice")
+        if not inspect.isgeneratorfunction(fn):
+            raise TypeError(f"localization rule {rule_id!r} ({fn.__name__}) must be a "
+                            "generator function yielding Blame, Demote and Drop")
         doc = (fn.__doc__ or "").strip().splitlines()
         RULES[rule_id] = Rule(rule_id, fn.__name__, fn.__module__, doc[0] if doc else "")
 
@@ -41,11 +50,14 @@ def rule(rule_id: str, off: Any = None) -> Callable:
         def run(c, *args, **kwargs):
             if rule_id in c.cfg.disabled_rules:
                 return off
-            c.rules.append(rule_id)
-            try:
-                return fn(c, *args, **kwargs)
-            finally:
-                c.rules.pop()
+            ops = fn(c, *args, **kwargs)
+            value = None
+            while True:  # `yield from`, tagging what no inner rule tagged
+                try:
+                    op = ops.send(value)
+                except StopIteration as stop:
+                    return stop.value
+                value = yield op if op.rule else dataclasses.replace(op, rule=rule_id)
 
         run.rule_id = rule_id
         return run

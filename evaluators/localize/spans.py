@@ -36,7 +36,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from evaluators.localize.combine import Localization, merge_spans, subtract_spans
+from evaluators.localize.combine import Localization, Ops, merge_spans, subtract_spans
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.rules import RULES, LocalizeConfig, Rule
 from evaluators.localize.spans_common import (
@@ -67,11 +67,12 @@ class Step:
     """One step of a chain.
 
     Attributes:
-        run: The step (a registered rule, or a thin step calling one).
+        run: The step (a registered rule, or a thin step calling one): a generator function
+            of the case whose operations the combiner applies.
         fallback: Runs only when the steps before it blamed nothing directly.
     """
 
-    run: Callable[[_Case], None]
+    run: Callable[[_Case], Ops]
     fallback: bool = False
 
 
@@ -123,5 +124,5 @@ def localize(graph: CodeGraph, diagnostic: dict, method: str = "grounded",
     c = _Case(graph, diagnostic, probe, cfg.validate())
     for step in chain:
         if not (step.fallback and c.has("dir")):
-            step.run(c)
+            c.blame.run(step.run(c))
     return c.result()

@@ -19,7 +19,7 @@ from typing import Iterable, Sequence
 
 from evaluators.contract import Reason
 from evaluators.localize.combine import (  # noqa: F401  (re-exported to the rule modules)
-    Blame, Combiner, Localization, merge_spans, subtract_spans,
+    Blame, Combiner, Demote, Drop, Localization, Ops, merge_spans, subtract_spans,
 )
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Element, ElementWrite, Span
@@ -79,8 +79,7 @@ class _Case:
         self.d = diagnostic
         self.probe = probe
         self.cfg = cfg
-        self.rules: list[str] = []  # the registered rules running now, innermost last
-        self.blame = Combiner()
+        self.blame = Combiner()  # applies what the rules yield; rules only read it
         self.ran: set[int] | None = None  # functions that ran, once the grounding step set it
 
     @functools.cached_property
@@ -89,39 +88,39 @@ class _Case:
         return _failure(self.g, self.d, self.probe)
 
     @property
-    def rule(self) -> str:
-        """Id of the innermost registered rule running now."""
-        return self.rules[-1] if self.rules else ""
-
-    @property
     def items(self) -> tuple[Blame, ...]:
         return self.blame.items
 
+    # The helpers below build operations for the rule calling them (with ``yield from``);
+    # the rule's registration tags them with its id, the combiner applies them.
+
     def add(self, which: str, span: Span | None, why: str, by: str = "graph",
-            fn: int | None = None) -> None:
+            fn: int | None = None) -> Ops:
+        """Blames ``span`` (nothing when it is None)."""
         if span is not None:
-            self.blame.blame(Blame(which, (int(span[0]), int(span[1])), why, by, fn, self.rule))
+            yield Blame(which, (int(span[0]), int(span[1])), why, by, fn)
 
-    def demote(self, test, because: str, by: str = "coverage") -> int:
-        """Moves direct items to the context (``Combiner.demote``), as the running rule."""
-        return self.blame.demote(test, because, self.rule, by)
+    def demote(self, test, because: str, by: str = "coverage") -> Ops:
+        """Moves direct items to the context (``combine.Demote``); evaluates to how many."""
+        return (yield Demote(test, because, by))
 
-    def drop(self, test) -> int:
-        """Removes items a narrower blame replaces (``Combiner.drop``), as the running rule."""
-        return self.blame.drop(test, self.rule)
+    def drop(self, test) -> Ops:
+        """Removes items a narrower blame replaces (``combine.Drop``); evaluates to how many."""
+        return (yield Drop(test))
 
     def function(self, which: str, index: int | None, why: str, by: str = "graph",
-                 near: int | None = None) -> None:
+                 near: int | None = None) -> Ops:
         """Adds a function whole; as context, one longer than ``cfg.long_context`` (a whole app
         in a load handler) only by its head and the statements around ``near``."""
         if index is None:
             return
         fn = self.g.functions[index]
         if which != "ctx" or fn.span[1] - fn.span[0] <= self.cfg.long_context:
-            self.add(which, fn.span, why, by, index)
+            yield from self.add(which, fn.span, why, by, index)
             return
-        self.add("ctx", (fn.span[0], min(fn.body[0] + 1, fn.span[1])), why + " (its head)", by,
-                 index)
+        yield from self.add(
+            "ctx", (fn.span[0], min(fn.body[0] + 1, fn.span[1])), why + " (its head)", by,
+            index)
         stmt = self.g.enclosing_statement(near) if near is not None else None
         if stmt is None or not fn.span[0] <= stmt[0] < fn.span[1]:
             return
@@ -134,13 +133,14 @@ class _Case:
                     break
                 around.append(at)
         for span in around:
-            self.add("ctx", span, why + " (the statements around)", by, index)
+            yield from self.add("ctx", span, why + " (the statements around)", by, index)
 
-    def statement(self, which: str, span: Span, why: str, fn: int | None, by: str = "graph"):
+    def statement(self, which: str, span: Span, why: str, fn: int | None,
+                  by: str = "graph") -> Ops:
         """Adds the innermost statement around ``span`` (``span`` itself outside JS)."""
         stmt = self.g.enclosing_statement(span[0])
         ok = stmt is not None and stmt[0] <= span[0] and span[1] <= stmt[1]
-        self.add(which, stmt if ok else span, why, by, fn)
+        yield from self.add(which, stmt if ok else span, why, by, fn)
 
     def has(self, which: str) -> bool:
         return self.blame.has(which)

@@ -23,7 +23,7 @@ from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span
 from evaluators.contract import UNCAUGHT
 from evaluators.localize.spans_common import (
-    _SELECTOR_NAME, _Case, _fn_at, _norm, Localization, exception_of, ran_functions,
+    _SELECTOR_NAME, _Case, _fn_at, _norm, Localization, Ops, exception_of, ran_functions,
     similar_names,
 )
 from evaluators.localize.spans_unset import _unset_state, unset_state_at
@@ -62,7 +62,7 @@ def _statement_head(g: CodeGraph, offset: int) -> Span | None:
 
 
 @rule("errors.null_sources")
-def _null_sources(c: _Case, stmt: Span, by: str) -> None:
+def _null_sources(c: _Case, stmt: Span, by: str) -> Ops:
     """A null/undefined read at ``stmt``: a query for an element that does not exist."""
     if not exception_of(c.d).get("null_read"):
         return
@@ -73,18 +73,20 @@ def _null_sources(c: _Case, stmt: Span, by: str) -> None:
         inside = stmt[0] <= q.span[0] < stmt[1]
         if inside or (q.variable and re.search(r"(?<![\w$.])" + re.escape(q.variable)
                                                + r"(?![\w$])", code)):
-            c.statement("dir", q.span, f"query for {q.selector or q.argument!r} finds no "
-                        "element: the null the statement reads", q.function, by)
+            yield from c.statement(
+                "dir", q.span, f"query for {q.selector or q.argument!r} finds no "
+                "element: the null the statement reads", q.function, by)
     for v in c.g.state_vars:  # or program state that was never (or wrongly) set
         if "." not in v.name and any(stmt[0] <= a < stmt[1] for a, _ in v.reads):
-            c.add("ctx", v.decl, f"declares {v.name}, read by the failing statement", by)
+            yield from c.add("ctx", v.decl, f"declares {v.name}, read by the failing statement", by)
             for w in v.writes:
-                c.statement("ctx", w, f"writes {v.name}, read by the failing statement", None,
-                            by)
+                yield from c.statement(
+                    "ctx", w, f"writes {v.name}, read by the failing statement", None,
+                    by)
 
 
 @rule("errors.runaway_recursion")
-def _runaway_recursion(c: _Case, top: int, by: str) -> None:
+def _runaway_recursion(c: _Case, top: int, by: str) -> Ops:
     """``Maximum call stack size exceeded`` in a function that calls itself: its base case
     did not stop it. The ``if`` of the function that returns on a test of a parameter (the
     base case), and the calls from outside that start the recursion, with the state they
@@ -102,19 +104,21 @@ def _runaway_recursion(c: _Case, top: int, by: str) -> None:
                 re.search(r"(?<![\w$])return(?![\w$])", g.text[s:e]) and any(
                     re.search(r"(?<![\w$.])" + re.escape(p) + r"(?![\w$])", head.split("{")[0])
                     for p in f.params):
-            c.add("dir", _statement_head(g, s) or (s, e), f"base case of the recursion of "
-                  f"{f.name or 'the function'}, which did not stop it", by)
+            yield from c.add(
+                "dir", _statement_head(g, s) or (s, e), f"base case of the recursion of "
+                f"{f.name or 'the function'}, which did not stop it", by)
     for call in g.calls_to(fn):
         if call.caller != fn and call.kind != "reference":
             stmt = g.enclosing_statement(call.span[0])
-            c.add("dir", _statement_head(g, call.span[0]) or call.span, f"starts the recursion "
-                  f"of {f.name or 'the function'}, which never ended", by)
+            yield from c.add(
+                "dir", _statement_head(g, call.span[0]) or call.span, f"starts the recursion "
+                f"of {f.name or 'the function'}, which never ended", by)
             if stmt is not None:
-                unset_state_at(c, stmt, [call.span[0]], by)
+                yield from unset_state_at(c, stmt, [call.span[0]], by)
 
 
 @rule("errors.missing_argument")
-def _missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> None:
+def _missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
     """A null read of a parameter of the top frame's function: its caller passed no value.
     The call on the next frame, or with no in-app frame below, the registrations of the
     function as an event handler (the browser passes the event alone), are blamed."""
@@ -132,12 +136,13 @@ def _missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> None
     why = f"calls {fn.name or 'the function'} without a value for {missing[0]}"
     if len(frames) > 1:
         off = frames[1]["offset"]
-        c.add("dir", _statement_head(c.g, off) or _line_at(c.g.text, off), why, by)
+        yield from c.add("dir", _statement_head(c.g, off) or _line_at(c.g.text, off), why, by)
         return
     for b in c.g.event_bindings:
         if b.handler == fn.index:
-            c.add("dir", b.span, f"registers {fn.name or 'the function'} as a handler of "
-                  f"'{b.event}': it is called with the event alone, no {missing[0]}", by)
+            yield from c.add(
+                "dir", b.span, f"registers {fn.name or 'the function'} as a handler of "
+                f"'{b.event}': it is called with the event alone, no {missing[0]}", by)
 
 
 def _loop_heads(g: CodeGraph, offset: int, scope: Span) -> list[Span]:
@@ -156,7 +161,7 @@ def _loop_heads(g: CodeGraph, offset: int, scope: Span) -> list[Span]:
 
 
 @rule("errors.undefined_items")
-def _undefined_items(c: _Case, stmt: Span, by: str) -> None:
+def _undefined_items(c: _Case, stmt: Span, by: str) -> Ops:
     """``Cannot read properties of undefined (reading 'k')`` at ``a[i].k`` (or ``a[i][j]``):
     an item of the array ``a`` that was never filled, or an index past its end (a loop
     filling it, or reading it, with the wrong bounds): the statements that fill ``a`` in its
@@ -179,13 +184,14 @@ def _undefined_items(c: _Case, stmt: Span, by: str) -> None:
         for at in found:
             fill = g.enclosing_statement(at)
             if fill is not None and fill[1] - fill[0] <= c.cfg.fill_limit:
-                c.add("dir", fill, why, by)
+                yield from c.add("dir", fill, why, by)
             for head in _loop_heads(g, at, scope):
-                c.add("dir", head, f"loop that decides which items of {base} are filled", by)
+                yield from c.add(
+                    "dir", head, f"loop that decides which items of {base} are filled", by)
         names = set(re.findall(r"[A-Za-z_$][\w$]*", index))
         for head in _loop_heads(g, stmt[0], scope):
             if names & set(re.findall(r"[A-Za-z_$][\w$]*", g.text[head[0]:head[1]])):
-                c.add("dir", head, f"loop whose index reads {base}[{index.strip()}]", by)
+                yield from c.add("dir", head, f"loop whose index reads {base}[{index.strip()}]", by)
                 break
 
 
@@ -211,7 +217,7 @@ def reachable_functions(g: CodeGraph) -> set[int]:
 
 
 @rule("errors.unreached_writers")
-def _unreached_writers(c: _Case, stmt: Span, stack: list[int], by: str) -> None:
+def _unreached_writers(c: _Case, stmt: Span, stack: list[int], by: str) -> Ops:
     """A null read of state that only code nothing can run sets (``init`` that no load
     handler calls any more): the start-up bindings that should run it are blamed, the code
     that never ran is context. Not when a function on the stack looks unreachable too: then
@@ -231,11 +237,13 @@ def _unreached_writers(c: _Case, stmt: Span, stack: list[int], by: str) -> None:
             return
         for b in g.event_bindings:
             if b.global_target and (b.event or "").lower() in _LOAD_EVENTS:
-                c.add("dir", b.span, f"start-up binding ({b.target_text} '{b.event}'): only "
-                      f"code nothing runs sets {v.name}, so this does not run it", by)
+                yield from c.add(
+                    "dir", b.span, f"start-up binding ({b.target_text} '{b.event}'): only "
+                    f"code nothing runs sets {v.name}, so this does not run it", by)
         for fi in _roots_above(g, writers):
-            c.function("ctx", fi, f"sets {v.name} (itself or through its calls), but nothing "
-                       "runs it", by)
+            yield from c.function(
+                "ctx", fi, f"sets {v.name} (itself or through its calls), but nothing "
+                "runs it", by)
 
 
 def _roots_above(g: CodeGraph, functions: set[int], depth: int = 4) -> set[int]:
@@ -255,7 +263,7 @@ def _roots_above(g: CodeGraph, functions: set[int], depth: int = 4) -> set[int]:
 
 
 @rule("errors.named_in_message")
-def _named_in_message(c: _Case, by: str) -> None:
+def _named_in_message(c: _Case, by: str) -> Ops:
     """``x is not defined`` / ``not a function``: declarations with a similar name."""
     name = exception_of(c.d).get("unbound_name")
     if not name:
@@ -263,21 +271,22 @@ def _named_in_message(c: _Case, by: str) -> None:
     root = name.split(".")[0]
     for q in c.g.dom_queries:  # `canvas.getContext is not a function`: the wrong element
         if q.variable and q.variable.split(".")[-1] == root and "." in name:
-            c.statement("dir", q.span, f"{q.variable} holds the element looked up here, "
-                        f"which lacks what the code calls on it", q.function, by)
+            yield from c.statement("dir", q.span, f"{q.variable} holds the element looked up here, "
+                                   f"which lacks what the code calls on it", q.function, by)
     name = name.split(".")[-1]
     for fn in c.g.functions:
         if fn.name and fn.name != name and similar_names(fn.name, name, c.cfg.similar_ratio):
-            c.add("ctx", fn.span, f"function {fn.name} is named like the missing {name}", by,
-                  fn.index)
+            yield from c.add(
+                "ctx", fn.span, f"function {fn.name} is named like the missing {name}", by,
+                fn.index)
     for v in c.g.state_vars:
         if v.decl and v.name != name and similar_names(v.name.split(".")[-1], name,
                                                        c.cfg.similar_ratio):
-            c.add("ctx", v.decl, f"{v.name} is named like the missing {name}", by)
+            yield from c.add("ctx", v.decl, f"{v.name} is named like the missing {name}", by)
 
 
 @rule("errors.library_arguments")
-def _library_arguments(c: _Case, stmt: Span, by: str) -> None:
+def _library_arguments(c: _Case, stmt: Span, by: str) -> Ops:
     """An exception raised inside a library: what the app's statement handed it.
 
     When the top frames are the library's, the first in-app frame is the call into it; an
@@ -287,20 +296,20 @@ def _library_arguments(c: _Case, stmt: Span, by: str) -> None:
     frames = c.d.get("frames") or ()
     if not frames or frames[0].get("in_app"):
         return
-    _local_arguments(c, stmt, by)
+    yield from _local_arguments(c, stmt, by)
     code = c.g.text[stmt[0]:stmt[1]]
     handed = [q for q in c.g.dom_queries if q.variable and re.search(
         r"(?<![\w$.])" + re.escape(q.variable) + r"(?![\w$])", code)]
-    _shared_elements(c, handed, by)
+    yield from _shared_elements(c, handed, by)
     if exception_of(c.d).get("name") != "TypeError":
         return
     for q in handed:
-        c.statement("dir", q.span, f"looks up the element {q.variable} that the failing "
-                    f"library call receives ({q.argument!r})", q.function, by)
+        yield from c.statement("dir", q.span, f"looks up the element {q.variable} that the failing "
+                               f"library call receives ({q.argument!r})", q.function, by)
 
 
 @rule("errors.shared_elements")
-def _shared_elements(c: _Case, handed: list, by: str) -> None:
+def _shared_elements(c: _Case, handed: list, by: str) -> Ops:
     """Other lookups of an element handed to a failing library, stored under the name of a
     different element (``canvas2D = getElementById('canvas-3d')``): the code using that
     element for something else (a 2D context on the WebGL canvas) may make the library fail."""
@@ -312,13 +321,14 @@ def _shared_elements(c: _Case, handed: list, by: str) -> None:
         other = ids.get(_norm(var))
         if q not in handed and set(q.elements) & elements and other is not None and \
                 other not in q.elements:
-            c.statement("dir", q.span, f"{q.variable} is named after #{g.elements[other].id} "
-                        f"but looks up {q.argument!r}, the element handed to the failing "
-                        "library", q.function, by)
+            yield from c.statement(
+                "dir", q.span, f"{q.variable} is named after #{g.elements[other].id} "
+                f"but looks up {q.argument!r}, the element handed to the failing "
+                "library", q.function, by)
 
 
 @rule("errors.local_arguments")
-def _local_arguments(c: _Case, stmt: Span, by: str) -> None:
+def _local_arguments(c: _Case, stmt: Span, by: str) -> Ops:
     """The nearest definitions, in the same function, of the local variables a statement
     hands a library that failed on them (``const i = (j - 2) % 3`` for ``fill(colors[i])``)."""
     g = c.g
@@ -335,12 +345,12 @@ def _local_arguments(c: _Case, stmt: Span, by: str) -> None:
                   here.function and flow.statements[j].span[1] <= here.span[0]]
         head = flow.statements[before[-1]].head if before else None
         if head is not None and head[1] - head[0] <= c.cfg.fill_limit:
-            c.add("dir", head, f"computes {var.name}, which the failing library call "
-                  "receives", by)
+            yield from c.add("dir", head, f"computes {var.name}, which the failing library call "
+                             "receives", by)
 
 
 @rule("errors.thrown_values")
-def _thrown_values(c: _Case) -> None:
+def _thrown_values(c: _Case) -> Ops:
     """An exception without a stack (``throw 1``, ``throw "x"``): the app's ``throw``s.
 
     Those whose literal value is the reported message are blamed directly; without one, the
@@ -352,7 +362,7 @@ def _thrown_values(c: _Case) -> None:
     throws = [(s, e) for s, e in g.statements if re.match(r"throw(?![\w$])", g.text[s:e])]
     matched = [t for t in throws if _throw_matches(g.text[t[0] + 5:t[1]], said)]
     for t in matched:
-        c.statement("dir", t, "throws the reported value", _fn_at(g, t[0]), "text")
+        yield from c.statement("dir", t, "throws the reported value", _fn_at(g, t[0]), "text")
     if matched or not throws:
         return
     cov = c.d.get("coverage")
@@ -361,8 +371,9 @@ def _thrown_values(c: _Case) -> None:
         throws = [t for t in throws if _fn_at(g, t[0]) in ran or _fn_at(g, t[0]) is None]
     plain = [t for t in throws if not re.match(r"throw\s+new\s", g.text[t[0]:t[1]])]
     for t in plain or throws:
-        c.statement("dir" if len(plain or throws) <= 3 else "ctx", t, "throw that may have "
-                    "raised the stackless exception", _fn_at(g, t[0]), "coverage")
+        yield from c.statement(
+            "dir" if len(plain or throws) <= 3 else "ctx", t, "throw that may have "
+            "raised the stackless exception", _fn_at(g, t[0]), "coverage")
 
 
 def _throw_matches(expr: str, said: set[str]) -> bool:
@@ -382,34 +393,34 @@ def _throw_matches(expr: str, said: set[str]) -> bool:
 
 
 @rule("errors.page_error_stack")
-def _page_error_stack(c: _Case) -> None:
+def _page_error_stack(c: _Case) -> Ops:
     """An uncaught exception with a stack: the statement of the top in-app frame, the calls
     below it, and the rules for what the exception says (null reads, unbound names...)."""
     frames = [f for f in c.d.get("frames") or ()
               if f.get("in_app") and isinstance(f.get("offset"), int)]
     if not frames:
-        _page_error_text(c)
+        yield from _page_error_text(c)
         return
     g, top = c.g, frames[0]["offset"]
     head = _statement_head(g, top) or _line_at(g.text, top)
-    c.add("dir", head, "statement at the top in-app frame of the exception", "stack")
-    c.function("ctx", _fn_at(g, top), "function of the top frame", "stack", near=top)
+    yield from c.add("dir", head, "statement at the top in-app frame of the exception", "stack")
+    yield from c.function("ctx", _fn_at(g, top), "function of the top frame", "stack", near=top)
     for k, frame in enumerate(frames[1:], 1):
         off = frame["offset"]
-        c.add("ctx", _statement_head(g, off) or _line_at(g.text, off),
-              f"call on the stack (frame {k})", "stack")
-    _null_sources(c, head, "stack")
-    _runaway_recursion(c, top, "stack")
-    _undefined_items(c, head, "stack")
-    _missing_argument(c, head, frames, "stack")
-    _unreached_writers(c, head, [f["offset"] for f in frames], "stack")
-    _unset_state(c, head, [f["offset"] for f in frames], "stack")
-    _library_arguments(c, head, "stack")
-    _named_in_message(c, "stack")
+        yield from c.add("ctx", _statement_head(g, off) or _line_at(g.text, off),
+                         f"call on the stack (frame {k})", "stack")
+    yield from _null_sources(c, head, "stack")
+    yield from _runaway_recursion(c, top, "stack")
+    yield from _undefined_items(c, head, "stack")
+    yield from _missing_argument(c, head, frames, "stack")
+    yield from _unreached_writers(c, head, [f["offset"] for f in frames], "stack")
+    yield from _unset_state(c, head, [f["offset"] for f in frames], "stack")
+    yield from _library_arguments(c, head, "stack")
+    yield from _named_in_message(c, "stack")
 
 
 @rule("errors.page_error_text")
-def _page_error_text(c: _Case) -> None:
+def _page_error_text(c: _Case) -> Ops:
     """An uncaught exception without execution facts: the statements matching the excerpt of
     the failing line, and the rules for what the exception says."""
     excerpt = (c.d.get("excerpt") or "").strip()
@@ -421,31 +432,33 @@ def _page_error_text(c: _Case) -> None:
             break
         hits.append((at, at + len(excerpt)))
     for span in hits:
-        c.add("dir", span, "line quoted by the exception report", "text")
-        c.function("ctx", _fn_at(c.g, span[0]), "function containing the quoted line", "text",
-                   near=span[0])
-        _null_sources(c, span, "text")
-        _unset_state(c, span, [span[0]], "text")
+        yield from c.add("dir", span, "line quoted by the exception report", "text")
+        yield from c.function(
+            "ctx", _fn_at(c.g, span[0]), "function containing the quoted line", "text",
+            near=span[0])
+        yield from _null_sources(c, span, "text")
+        yield from _unset_state(c, span, [span[0]], "text")
     if not hits:
         exc = exception_of(c.d)
         report = f"{exc.get('name', '')}: {exc.get('message', '')}" if exc else ""
         for item in spans_from_text_evidence(c.g, report).evidence:
-            c.add("ctx", tuple(item["span"]), item["why"], "text")
+            yield from c.add("ctx", tuple(item["span"]), item["why"], "text")
     if not hits and not c.d.get("frames"):  # no stack at all: a thrown non-Error value
-        _thrown_values(c)
-    _named_in_message(c, "text")
+        yield from _thrown_values(c)
+    yield from _named_in_message(c, "text")
 
 
 @rule("errors.page_error_naive")
-def _page_error_naive(c: _Case) -> None:
+def _page_error_naive(c: _Case) -> Ops:
     """The baseline for an exception: the whole function around the top frame."""
     frames = [f for f in c.d.get("frames") or () if isinstance(f.get("offset"), int)]
     if frames:
         top = frames[0]["offset"]
         fn = _fn_at(c.g, top)
         if fn is None:
-            c.add("dir", _statement_head(c.g, top) or _line_at(c.g.text, top), "top frame")
-        c.function("dir", fn, "function of the top frame")
+            yield from c.add(
+                "dir", _statement_head(c.g, top) or _line_at(c.g.text, top), "top frame")
+        yield from c.function("dir", fn, "function of the top frame")
 
 
 def _syntax_span(c: _Case) -> Span | None:
@@ -462,45 +475,46 @@ def _syntax_span(c: _Case) -> Span | None:
 
 
 @rule("errors.syntax_error")
-def _syntax_error(c: _Case) -> None:
+def _syntax_error(c: _Case) -> Ops:
     """A syntax error from the source gate: its span directly, its statement as context."""
     span = _syntax_span(c)
     if span is None:
         return
-    c.add("dir", span, str(c.d.get("message", "syntax error")))
+    yield from c.add("dir", span, str(c.d.get("message", "syntax error")))
     stmt = c.g.enclosing_statement(span[0])
     fn = c.g.enclosing_function(span[0])
     around = stmt or (fn.span if fn else None) or _line_at(c.g.text, span[0])
-    c.add("ctx", around, "statement around the syntax error")
+    yield from c.add("ctx", around, "statement around the syntax error")
 
 
 @rule("errors.syntax_naive")
-def _syntax_naive(c: _Case) -> None:
+def _syntax_naive(c: _Case) -> Ops:
     """The baseline for a syntax error: the whole function around it."""
     span = _syntax_span(c)
     if span is not None:
         fn = c.g.enclosing_function(span[0])
-        c.add("dir", fn.span if fn else (c.g.enclosing_statement(span[0]) or span),
-              "code around the syntax error")
+        yield from c.add("dir", fn.span if fn else (c.g.enclosing_statement(span[0]) or span),
+                         "code around the syntax error")
 
 
 @rule("errors.runtime_failure")
-def _runtime_failure(c: _Case) -> None:
+def _runtime_failure(c: _Case) -> Ops:
     """Hangs and crashes: loops that cannot end, then other ``while`` loops."""
     if c.d.get("reason") not in {r.value for r in UNCAUGHT}:
-        _loops(c)  # an exception's own page_error diagnostic carries its location
+        yield from _loops(c)  # an exception's own page_error diagnostic carries its location
 
 
 @rule("errors.loops")
-def _loops(c: _Case) -> None:
+def _loops(c: _Case) -> Ops:
     """Loops whose head cannot end (``while (true)``, ``for (;;)``) directly, other
     ``while`` loops as context."""
     for s, e in c.g.statements:
         head = c.g.text[s:min(e, s + 40)]
         if _INFINITE_LOOP.match(head):
-            c.add("dir", (s, e), "loop without an exit condition (the page hung or crashed)")
+            yield from c.add(
+                "dir", (s, e), "loop without an exit condition (the page hung or crashed)")
         elif head.startswith(("while", "do")):
-            c.add("ctx", (s, e), "loop that may not end (the page hung or crashed)")
+            yield from c.add("ctx", (s, e), "loop that may not end (the page hung or crashed)")
 
 
 # -- judge evidence ----------------------------------------------------------------------------
@@ -551,19 +565,27 @@ def spans_from_text_evidence(graph: CodeGraph, text: str) -> Localization:
         The localization: excerpts and named functions in S_dir, selectors in S_ctx.
     """
     c = _Case(graph, {}, None)
+    c.blame.run(_text_evidence(c, text))
+    return c.result()
+
+
+def _text_evidence(c: _Case, text: str) -> Ops:
+    """The blame of ``spans_from_text_evidence``."""
+    graph = c.g
     for excerpt in dict.fromkeys(_excerpts(text)):
         for span in _find_code(graph, excerpt):
-            c.add("dir", span, f"quoted code {excerpt[:40]!r}", "text")
+            yield from c.add("dir", span, f"quoted code {excerpt[:40]!r}", "text")
     names = set(_IDENT.findall(text))
     for fn in graph.functions:
         if fn.name in names and fn.kind != "inline_handler":
-            c.add("dir", fn.span, f"function {fn.name} named in the text", "text", fn.index)
+            yield from c.add(
+                "dir", fn.span, f"function {fn.name} named in the text", "text", fn.index)
     for kind, name in _SELECTOR_NAME.findall(text):
         attr_ok = (lambda e: e.id == name) if kind == "#" else (lambda e: name in e.classes)
         for e in graph.elements:
             if attr_ok(e):
-                c.add("ctx", e.start_tag, f"element {kind}{name} named in the text", "text")
+                yield from c.add(
+                    "ctx", e.start_tag, f"element {kind}{name} named in the text", "text")
         for r in graph.css_rules:
             if re.search(re.escape(kind + name) + r"(?![-\w])", r.selector):
-                c.add("ctx", r.span, f"style rule for {kind}{name}", "text")
-    return c.result()
+                yield from c.add("ctx", r.span, f"style rule for {kind}{name}", "text")

@@ -18,6 +18,7 @@ from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.spans_common import (
     _CHECK_WRITES, _bindings_for, _Case, _Failure, _norm, _write_key, _write_keys, _writes,
+    Ops,
 )
 
 _LOAD_EVENTS = frozenset(("load", "domcontentloaded", "readystatechange"))
@@ -122,7 +123,7 @@ def _inside(span: tuple[int, int], blocks: list[tuple[int, int]]) -> bool:
     return any(s <= span[0] and span[1] <= e for s, e in blocks)
 
 
-def _demote_skipped(c: _Case, sliced: dict[int, str], seeds: dict[int, str]) -> set[int]:
+def _demote_skipped(c: _Case, sliced: dict[int, str], seeds: dict[int, str]) -> Ops:
     """Moves what lies in skipped blocks to the context: returns the statements of the slice
     there, and demotes direct blame already collected there. Only when some seed ran: when
     every checked write sat in a skipped block, that write not running is the failure."""
@@ -131,12 +132,12 @@ def _demote_skipped(c: _Case, sliced: dict[int, str], seeds: dict[int, str]) -> 
     idle = {k for k in sliced if _inside(st[k].span, blocks)}
     if all(k in idle for k in seeds):
         return set()
-    c.demote(lambda i: _inside(i.span, blocks), _IDLE)
+    yield from c.demote(lambda i: _inside(i.span, blocks), _IDLE)
     return idle
 
 
 @rule("flow.narrow_to_slice", off=False)
-def narrow_to_slice(c: _Case, f: _Failure, ran: set[int]) -> bool:
+def narrow_to_slice(c: _Case, f: _Failure, ran: set[int]) -> Ops:
     """Blames the slice of X's writes that ran (or, when none ran during the probe, of
     those made while the page loaded: X still shows their value); True when there was one.
 
@@ -167,29 +168,30 @@ def narrow_to_slice(c: _Case, f: _Failure, ran: set[int]) -> bool:
     path = _call_path(g, writers, ran)
     sliced = flow.slice({**path, **seeds},
                         lambda fn: fn is None or fn in ran or fn in loaded, only)
-    idle = _demote_skipped(c, sliced, seeds)
+    idle = yield from _demote_skipped(c, sliced, seeds)
     touched = set()
     for k, why in sliced.items():
         spans = flow.blame(k)  # a long data table is context: it rarely holds the fault
         big = k not in seeds and sum(e - s for s, e in spans) > c.cfg.big
         for span in spans:
             if k in idle:
-                c.add("ctx", span, why + _IDLE, "coverage")
+                yield from c.add("ctx", span, why + _IDLE, "coverage")
             elif stale:
-                c.add("ctx", span, why + _STALE, "coverage")
+                yield from c.add("ctx", span, why + _STALE, "coverage")
             else:
-                c.add("ctx" if big else "dir", span, why, "flow")
+                yield from c.add("ctx" if big else "dir", span, why, "flow")
         touched.add(flow.statements[k].function)
-    replace_long_functions(c, touched)
+    yield from replace_long_functions(c, touched)
     return True
 
 
 @rule("flow.replace_long_functions")
-def replace_long_functions(c: _Case, touched: set) -> None:
+def replace_long_functions(c: _Case, touched: set) -> Ops:
     """Drops whole-function blame of the long functions in ``touched``, whose statements a
     slice blamed instead. A short function stays whole (a missing statement hides in it
     too); a long one is replaced by its statements in the slice, in either set."""
     g = c.g
-    c.drop(lambda i: i.fn is not None and i.fn in touched and i.span == g.functions[i.fn].span
-           and i.span[1] - i.span[0] > c.cfg.whole)
+    yield from c.drop(
+        lambda i: i.fn is not None and i.fn in touched and i.span == g.functions[i.fn].span
+        and i.span[1] - i.span[0] > c.cfg.whole)
 

@@ -22,7 +22,7 @@ import re
 from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.spans_common import (
-    _bindings_for, _Case, _describe, _Failure, name_words, neighbour_statement,
+    _bindings_for, _Case, _describe, _Failure, name_words, neighbour_statement, Ops,
 )
 from evaluators.localize.spans_flow import replace_long_functions
 
@@ -70,7 +70,7 @@ def _plain_defs(g: CodeGraph, k: int) -> set[int]:
 
 
 @rule("forward.follow_actor_value", off=False)
-def follow_actor_value(c: _Case, f: _Failure, ran: set[int]) -> bool:
+def follow_actor_value(c: _Case, f: _Failure, ran: set[int]) -> Ops:
     """For a failure that compared readings (a canvas snapshot, an evaluated value) after an
     action, blames the statements that read Y's value and those its value reaches, in
     functions that ran (or top-level code); True when some read was found."""
@@ -89,7 +89,7 @@ def follow_actor_value(c: _Case, f: _Failure, ran: set[int]) -> bool:
     if not reached:
         return False
     for k in list(reached):
-        _dead_value(c, k, actor, allowed)
+        yield from _dead_value(c, k, actor, allowed)
     frontier = list(reached)
     for _ in range(c.cfg.hops):
         nxt = []
@@ -107,9 +107,10 @@ def follow_actor_value(c: _Case, f: _Failure, ran: set[int]) -> bool:
         spans = flow.blame(k)
         big = sum(e - s for s, e in spans) > c.cfg.big
         for span in spans:
-            c.add("ctx" if big else "dir", span, why, "flow", flow.statements[k].function)
+            yield from c.add(
+                "ctx" if big else "dir", span, why, "flow", flow.statements[k].function)
         touched.add(flow.statements[k].function)
-    replace_long_functions(c, touched)
+    yield from replace_long_functions(c, touched)
     return True
 
 
@@ -130,7 +131,7 @@ def _value_definitions(g: CodeGraph, k: int, after: bool, siblings: int
 
 
 @rule("forward.dead_value")
-def _dead_value(c: _Case, k: int, actor: str, allowed) -> None:
+def _dead_value(c: _Case, k: int, actor: str, allowed) -> Ops:
     """A variable statement ``k`` defines from Y's value that nothing uses: the first uses of
     the values defined beside it (those named most like it), and the statement just before
     each, are where its use is missing."""
@@ -156,8 +157,8 @@ def _dead_value(c: _Case, k: int, actor: str, allowed) -> None:
             why = (f"uses {g.variables[u].name}, read beside {name} (from the value of "
                    f"{actor}), which nothing uses: its use is missing here")
             for span in flow.blame(j):
-                c.add("dir", span, why, "flow", flow.statements[j].function)
+                yield from c.add("dir", span, why, "flow", flow.statements[j].function)
             prev = neighbour_statement(g, flow.statements[j].span, False)
             if prev is not None and prev[1] - prev[0] <= c.cfg.near_limit:
-                c.add("dir", prev, why + " (the statement before that use)", "flow",
-                      flow.statements[j].function)
+                yield from c.add("dir", prev, why + " (the statement before that use)", "flow",
+                                 flow.statements[j].function)

@@ -22,7 +22,7 @@ import re
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span
 from evaluators.localize.rules import rule
-from evaluators.localize.spans_common import _Case, _fn_at
+from evaluators.localize.spans_common import _Case, _fn_at, Ops
 
 _QUOTES = "'\"`"
 _MOST = 3  # occurrences of one quote blamed at most (without a line hint to choose)
@@ -98,7 +98,7 @@ def find_quote(g: CodeGraph, quote: str, line: int | None, fuzzy: float) -> tupl
 
 
 @rule("judge.quoted_code")
-def _quoted_code(c: _Case) -> bool:
+def _quoted_code(c: _Case) -> Ops:
     """The statements holding the code the judge quoted (direct), their function (context).
     Returns whether the quote was found."""
     quote = str(c.d.get("evidence_code") or "").strip()
@@ -108,9 +108,9 @@ def _quoted_code(c: _Case) -> bool:
     for span in spans:
         fn = _fn_at(c.g, span[0])
         for s, e in _statements_in(c.g, span):
-            c.add("dir", (s, e), f"code the judge quoted ({how} match)", "text", fn)
-        c.function("ctx", fn, "function around the code the judge quoted", "text",
-                   near=span[0])
+            yield from c.add("dir", (s, e), f"code the judge quoted ({how} match)", "text", fn)
+        yield from c.function("ctx", fn, "function around the code the judge quoted", "text",
+                              near=span[0])
     return bool(spans)
 
 
@@ -128,26 +128,30 @@ def _statements_in(g: CodeGraph, span: Span) -> list[Span]:
 
 
 @rule("judge.named_code")
-def _named_code(c: _Case, quoted: bool) -> None:
+def _named_code(c: _Case, quoted: bool) -> Ops:
     """The handler, state variable and selector the judge named (see the module)."""
     g = c.g
     handler = str(c.d.get("handler") or "").strip().split(".")[-1].rstrip("()")
     for fn in g.functions_named(handler) if handler else ():
-        c.function("ctx" if quoted else "dir", fn.index, f"function {handler} the judge named",
-                   "text")
+        yield from c.function(
+            "ctx" if quoted else "dir", fn.index, f"function {handler} the judge named",
+            "text")
     state = str(c.d.get("state_var") or "").strip()
     for v in g.state_vars:
         if state and (v.name == state or v.name.split(".")[-1] == state):
-            c.add("ctx", v.decl, f"declares {v.name}, which the judge named", "text")
+            yield from c.add("ctx", v.decl, f"declares {v.name}, which the judge named", "text")
             for w in v.writes:
-                c.statement("ctx", w, f"writes {v.name}, which the judge named", _fn_at(g, w[0]))
+                yield from c.statement(
+                    "ctx", w, f"writes {v.name}, which the judge named", _fn_at(g, w[0]))
     selector = str(c.d.get("selector") or "").strip()
     if selector:
         for x in _select(g, selector):
-            c.add("ctx", g.elements[x].start_tag, f"element {selector} the judge named", "text")
+            yield from c.add(
+                "ctx", g.elements[x].start_tag, f"element {selector} the judge named", "text")
         for r in g.css_rules:
             if selector in r.selector:
-                c.add("ctx", r.span, f"style rule for {selector}, which the judge named", "text")
+                yield from c.add(
+                    "ctx", r.span, f"style rule for {selector}, which the judge named", "text")
 
 
 def _select(g: CodeGraph, selector: str) -> list[int]:
@@ -157,13 +161,14 @@ def _select(g: CodeGraph, selector: str) -> list[int]:
         return []
 
 
-def judge_evidence(c: _Case) -> None:
+def judge_evidence(c: _Case) -> Ops:
     """The chain step of a judge finding: the quote, then the names."""
-    _named_code(c, bool(_quoted_code(c)))
+    found = yield from _quoted_code(c)
+    yield from _named_code(c, bool(found))
 
 
 @rule("judge.naive")
-def judge_naive(c: _Case) -> None:
+def judge_naive(c: _Case) -> Ops:
     """The baseline for a judge finding: the whole functions around the quoted code."""
     quote = str(c.d.get("evidence_code") or "").strip()
     spans, _ = find_quote(c.g, quote, c.d.get("evidence_line"), c.cfg.judge_fuzzy) \
@@ -171,6 +176,6 @@ def judge_naive(c: _Case) -> None:
     for span in spans:
         fn = _fn_at(c.g, span[0])
         if fn is None:
-            c.statement("dir", span, "code the judge quoted", None)
+            yield from c.statement("dir", span, "code the judge quoted", None)
         else:
-            c.function("dir", fn, "function around the code the judge quoted")
+            yield from c.function("dir", fn, "function around the code the judge quoted")

@@ -22,7 +22,7 @@ from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Element, EventBinding, Span
 from evaluators.localize.spans_common import (
     _ACTION_EVENTS, _CHECK_WRITES, _TEXT, _bindings_for, _Case, _describe, _Failure,
-    _fn_at, _other_writes, _write_keys, _writes, ran_functions, similar_names,
+    _fn_at, _other_writes, _write_keys, _writes, Ops, ran_functions, similar_names,
 )
 from evaluators.localize.spans_errors import _loops
 from evaluators.localize.spans_flow import narrow_to_slice
@@ -55,47 +55,48 @@ def _html_of(e: Element) -> Span:
 
 
 @rule("probe.binding")
-def _binding(c: _Case, b: EventBinding, which: str, what: str) -> None:
+def _binding(c: _Case, b: EventBinding, which: str, what: str) -> Ops:
     """The binding (registration) and its handler function, as separate items."""
     why = f"handler bound to {what} ({b.kind} '{b.event}')"
     h = c.g.functions[b.handler].span if b.handler is not None else None
     if h is not None and b.span[0] <= h[0] and h[1] <= b.span[1]:
-        c.add(which, (b.span[0], h[0]), why + ": registration")
-        c.add(which, (h[1], b.span[1]), why + ": registration")
+        yield from c.add(which, (b.span[0], h[0]), why + ": registration")
+        yield from c.add(which, (h[1], b.span[1]), why + ": registration")
     else:
-        c.add(which, b.span, why + ": registration")
-    c.function(which, b.handler, why)
+        yield from c.add(which, b.span, why + ": registration")
+    yield from c.function(which, b.handler, why)
     loop = _loop_head(c.g, b.span)
     if loop is not None:
-        c.add(which, loop, f"loop that binds the handler of {what}")
+        yield from c.add(which, loop, f"loop that binds the handler of {what}")
 
 
 @rule("probe.actor_handlers")
-def _actor_handlers(c: _Case, f: _Failure, which: str) -> None:
+def _actor_handlers(c: _Case, f: _Failure, which: str) -> Ops:
     """The handlers bound to Y (or to an ancestor it bubbles to) for the action, and Y's HTML."""
     what = _describe(c.g, f.actors, f.actor_label)
     bindings = _bindings_for(c.g, f.actors, f.action)
     for b in bindings:
-        _binding(c, b, which, what)
+        yield from _binding(c, b, which, what)
     for y in f.actors:
-        c.add("ctx", _html_of(c.g.elements[y]), f"HTML of the acted-on {what}")
+        yield from c.add("ctx", _html_of(c.g.elements[y]), f"HTML of the acted-on {what}")
     if bindings or not f.action:
         return
     events = _ACTION_EVENTS.get(f.action, frozenset())
     for b in c.g.event_bindings:  # no binding on Y: window/document or unresolved targets
         if (not b.elements) and b.event and b.event.lower() in events:
-            _binding(c, b, "ctx", b.global_target or b.target_text[:40])
+            yield from _binding(c, b, "ctx", b.global_target or b.target_text[:40])
 
 
 @rule("probe.css_rules")
-def _css_rules(c: _Case, f: _Failure) -> None:
+def _css_rules(c: _Case, f: _Failure) -> Ops:
     """Style rules that decide the class, style or visibility the check read on X."""
     check, name = f.checks[0]
     if check == "class":
         for n in _class_names(f.expected):
             for r in c.g.css_rules:
                 if re.search(r"\." + re.escape(n) + r"(?![-\w])", r.selector):
-                    c.add("ctx", r.span, f"style rule for the expected class ({r.selector})")
+                    yield from c.add(
+                        "ctx", r.span, f"style rule for the expected class ({r.selector})")
         return
     props = {name.lower()} if check == "css" and name else (
         _SHOWN_PROPS if check in ("visible", "hidden", "action") else set())
@@ -104,16 +105,17 @@ def _css_rules(c: _Case, f: _Failure) -> None:
         for r in c.g.rules_for_element(x):
             hit = [d.property for d in r.declarations if d.property.lower() in props]
             if hit:
-                c.add("dir", r.span, f"rule {r.selector!r} matches {what} and sets {hit[0]}")
+                yield from c.add(
+                    "dir", r.span, f"rule {r.selector!r} matches {what} and sets {hit[0]}")
             elif check == "css":
-                c.add("ctx", r.span, f"rule {r.selector!r} matches {what}")
+                yield from c.add("ctx", r.span, f"rule {r.selector!r} matches {what}")
         if check in ("visible", "hidden", "action"):
-            _hiding_ancestors(c, c.g.elements[x].parent, check, what)
+            yield from _hiding_ancestors(c, c.g.elements[x].parent, check, what)
     if not f.targets and check in ("visible", "action"):
         # X is made by script (a p5 canvas): the static containers its locator names.
         for e in c.g.elements:
             if e.id in f.outer_names or set(e.classes) & set(f.outer_names):
-                _hiding_ancestors(c, e.index, check, f"{f.label or 'the element'}")
+                yield from _hiding_ancestors(c, e.index, check, f"{f.label or 'the element'}")
 
 
 def _hides(d) -> bool:
@@ -125,7 +127,7 @@ def _hides(d) -> bool:
 
 
 @rule("probe.hiding_ancestors")
-def _hiding_ancestors(c: _Case, start: int | None, check: str, what: str) -> None:
+def _hiding_ancestors(c: _Case, start: int | None, check: str, what: str) -> Ops:
     """Rules of ``start`` and its ancestors that can hide what they contain.
 
     When X should be visible (or acted on) a declaration that hides (``display: none``) is
@@ -136,11 +138,12 @@ def _hiding_ancestors(c: _Case, start: int | None, check: str, what: str) -> Non
         for r in c.g.rules_for_element(at):
             hiding = [d for d in r.declarations if _hides(d)] if check != "hidden" else []
             for d in hiding:
-                c.add("dir", d.span, f"rule {r.selector!r} hides "
-                      f"{_describe(c.g, [at])}, which holds {what}")
+                yield from c.add("dir", d.span, f"rule {r.selector!r} hides "
+                                 f"{_describe(c.g, [at])}, which holds {what}")
             if hiding or any(d.property.lower() in ("display", "visibility")
                              for d in r.declarations):
-                c.add("ctx", r.span, f"rule {r.selector!r} can hide an ancestor of {what}")
+                yield from c.add(
+                    "ctx", r.span, f"rule {r.selector!r} can hide an ancestor of {what}")
         at = c.g.elements[at].parent
 
 
@@ -150,7 +153,7 @@ def _class_names(expected) -> list[str]:
 
 
 @rule("probe.element_html")
-def _element_html(c: _Case, f: _Failure, writes: bool) -> None:
+def _element_html(c: _Case, f: _Failure, writes: bool) -> Ops:
     """Attributes of X that hold the checked state, and X's HTML."""
     what = _describe(c.g, f.targets, f.label)
     direct = f.initial or f.check in _STYLE_CHECKS
@@ -161,35 +164,37 @@ def _element_html(c: _Case, f: _Failure, writes: bool) -> None:
             names = (str(f.checks[0][1] or "").lower(),)
         for a in (e.attr(n) for n in names):
             if a is not None:
-                c.add("dir" if direct else "ctx", a.span, f"attribute of {what} in the HTML")
+                yield from c.add(
+                    "dir" if direct else "ctx", a.span, f"attribute of {what} in the HTML")
         leaf_text = f.initial and not writes and _CHECK_WRITES.get(f.check) is _TEXT
-        c.add("dir" if leaf_text else "ctx", _html_of(e), f"HTML of the checked {what}")
+        yield from c.add("dir" if leaf_text else "ctx", _html_of(e), f"HTML of the checked {what}")
 
 
 @rule("probe.failed_check")
-def _failed_check(c: _Case, f: _Failure) -> None:
+def _failed_check(c: _Case, f: _Failure) -> Ops:
     """A check on X failed (wrong text, value, class, style...) after an action on Y."""
     what = _describe(c.g, f.targets, f.label)
     keys = _write_keys(f)
     writes = _writes(c.g, f.targets, keys)
     for w in writes:
-        c.statement("dir", w.span, f"writes {w.kind} {w.detail} of {what}".replace("  ", " "),
-                    w.function)
-        c.function("ctx", w.function, f"function writing {what}", near=w.span[0])
+        yield from c.statement(
+            "dir", w.span, f"writes {w.kind} {w.detail} of {what}".replace("  ", " "),
+            w.function)
+        yield from c.function("ctx", w.function, f"function writing {what}", near=w.span[0])
     if not writes and keys is not None:
         fns = {b.handler for b in _bindings_for(c.g, f.actors, f.action)} - {None}
         fns |= {t for fi in list(fns) for call in c.g.calls_from(fi) for t in call.targets}
         for w in _other_writes(c.g, f, keys, fns):
-            c.statement("dir", w.span, f"the action's handler writes {w.kind} of "
-                        f"{_describe(c.g, w.elements, 'an unresolved element')}, not of "
-                        f"{what}", w.function)
+            yield from c.statement("dir", w.span, f"the action's handler writes {w.kind} of "
+                                   f"{_describe(c.g, w.elements, 'an unresolved element')}, not of "
+                                   f"{what}", w.function)
         for w in _writes(c.g, f.targets, None):  # the missing update belongs with the others
-            c.function("dir", w.function, f"writes {what}, but not what the check reads")
+            yield from c.function("dir", w.function, f"writes {what}, but not what the check reads")
     if f.check in _STYLE_CHECKS or f.check == "action":
-        _css_rules(c, f)
-    _element_html(c, f, bool(writes))
+        yield from _css_rules(c, f)
+    yield from _element_html(c, f, bool(writes))
     direct = f.check != "action" and (f.check not in _STYLE_CHECKS or not writes)
-    _actor_handlers(c, f, "dir" if direct else "ctx")
+    yield from _actor_handlers(c, f, "dir" if direct else "ctx")
 
 
 def _js_mentions(g: CodeGraph, name: str, limit: int = 8) -> list[Span]:
@@ -205,7 +210,7 @@ def _js_mentions(g: CodeGraph, name: str, limit: int = 8) -> list[Span]:
 
 
 @rule("probe.missing_element")
-def _missing_element(c: _Case, f: _Failure) -> None:
+def _missing_element(c: _Case, f: _Failure) -> Ops:
     """No element matched X's locator: blame where it is created, named or looked up."""
     g = c.g
     what = _describe(g, f.targets, f.label)
@@ -214,40 +219,44 @@ def _missing_element(c: _Case, f: _Failure) -> None:
         arg = (q.argument or "").lstrip("#.")
         if set(q.elements) & set(f.targets) or (arg and arg in f.names):
             queried.add(q.span)
-            c.statement("dir", q.span, f"looks up {what}", q.function)
-            c.function("ctx", q.function, f"function looking up {what}", near=q.span[0])
+            yield from c.statement("dir", q.span, f"looks up {what}", q.function)
+            yield from c.function("ctx", q.function, f"function looking up {what}", near=q.span[0])
     for name in f.names:
         for s in _js_mentions(g, name):
             if not any(a <= s[0] < b for a, b in queried):
-                c.statement("dir", s, f"code names '{name}' (creates or finds the element)",
-                            _fn_at(g, s[0]))
+                yield from c.statement(
+                    "dir", s, f"code names '{name}' (creates or finds the element)",
+                    _fn_at(g, s[0]))
     near = list(f.targets)
     for x in f.targets:
-        c.add("dir", g.elements[x].start_tag, f"{what} exists in the HTML but was not found "
-              "when the probe ran")
+        yield from c.add(
+            "dir", g.elements[x].start_tag, f"{what} exists in the HTML but was not found "
+            "when the probe ran")
     if not f.targets:
         for e in g.elements:
             if any(similar_names(n, v, c.cfg.similar_ratio)
                    for n in f.names for v in (e.id or "",) + e.classes):
                 near.append(e.index)
-                c.add("dir", e.start_tag, f"element {_describe(g, [e.index])} is named like "
-                      f"the missing {', '.join(f.names[:2])}")
+                yield from c.add(
+                    "dir", e.start_tag, f"element {_describe(g, [e.index])} is named like "
+                    f"the missing {', '.join(f.names[:2])}")
     for x in near:
         parent = g.elements[x].parent
         if parent is None:
             continue
-        c.add("ctx", g.elements[parent].start_tag, "parent of the expected element")
+        yield from c.add("ctx", g.elements[parent].start_tag, "parent of the expected element")
         for w in g.writes_to_element(parent):
             if w.kind in ("children", "innerHTML"):
-                c.statement("dir", w.span, "rewrites the children of the expected element's "
-                            "parent", w.function)
-    _ancestors_replaced(c, f.targets, what)
-    _missing_container(c, f, what)
-    _actor_handlers(c, f, "ctx")
+                yield from c.statement(
+                    "dir", w.span, "rewrites the children of the expected element's "
+                    "parent", w.function)
+    yield from _ancestors_replaced(c, f.targets, what)
+    yield from _missing_container(c, f, what)
+    yield from _actor_handlers(c, f, "ctx")
 
 
 @rule("probe.ancestors_replaced")
-def _ancestors_replaced(c: _Case, targets, what: str) -> None:
+def _ancestors_replaced(c: _Case, targets, what: str) -> Ops:
     """X is in the HTML but gone when the probe ran: the writes that replace the whole
     content of one of its ancestors above the parent (``main.innerHTML = ...``, through a
     lookup of the wrong element) removed it."""
@@ -260,34 +269,36 @@ def _ancestors_replaced(c: _Case, targets, what: str) -> None:
             seen.add(at)
             for w in g.writes_to_element(at):
                 if w.kind in _REPLACING or (w.kind == "children" and w.detail in _REPLACING):
-                    c.statement("dir", w.span, f"replaces the content of "
-                                f"{_describe(g, [at])}, which holds {what}", w.function)
+                    yield from c.statement("dir", w.span, f"replaces the content of "
+                                           f"{_describe(g, [at])}, which holds {what}", w.function)
             at = g.elements[at].parent
 
 
 @rule("probe.missing_container")
-def _missing_container(c: _Case, f: _Failure, what: str) -> None:
+def _missing_container(c: _Case, f: _Failure, what: str) -> Ops:
     """The containers a missing element's locator names: their HTML and lookups as context,
     and, when nothing else was blamed, the code that renders into them."""
     found = c.has("dir")
     for e in c.g.elements:
         if e.id in f.outer_names or set(e.classes) & set(f.outer_names):
-            c.add("ctx", e.start_tag, f"container {_describe(c.g, [e.index])} of the missing "
-                  f"{what}")
+            yield from c.add(
+                "ctx", e.start_tag, f"container {_describe(c.g, [e.index])} of the missing "
+                f"{what}")
     for q in c.g.dom_queries:
         arg = (q.argument or "").lstrip("#.")
         if not arg or arg not in f.outer_names:
             continue
-        c.statement("ctx", q.span, f"looks up {arg}, which should contain {what}", q.function)
+        yield from c.statement(
+            "ctx", q.span, f"looks up {arg}, which should contain {what}", q.function)
         own = c.g.enclosing_statement(q.span[0])
         for s in _js_mentions(c.g, q.variable or "") if not found else ():
             if c.g.enclosing_statement(s[0]) != own:
-                c.statement("dir", s, f"renders into {arg}, where {what} should appear",
-                            _fn_at(c.g, s[0]))
+                yield from c.statement("dir", s, f"renders into {arg}, where {what} should appear",
+                                       _fn_at(c.g, s[0]))
 
 
 @rule("probe.context")
-def _context(c: _Case, ran: set[int] | None = None) -> None:
+def _context(c: _Case, ran: set[int] | None = None) -> Ops:
     """Callees, call sites and program state of the functions blamed directly.
 
     With ``ran`` (the functions coverage saw run since load, when any did), callees that did
@@ -301,21 +312,22 @@ def _context(c: _Case, ran: set[int] | None = None) -> None:
         for call in g.calls_from(fi):
             for t in call.targets:
                 if t != fi and (not ran or t in ran):
-                    c.function("ctx", t, f"called by {name}")
+                    yield from c.function("ctx", t, f"called by {name}")
         for call in g.calls_to(fi):
             if not ran or call.caller is None or call.caller in ran:
-                c.statement("ctx", call.span, f"calls {name}", call.caller)
+                yield from c.statement("ctx", call.span, f"calls {name}", call.caller)
         s, e = g.functions[fi].span
         for v in g.state_vars:
             if any(s <= a < e for a, _ in v.reads + v.writes):
-                c.add("ctx", v.decl, f"declares state {v.name} used by {name}")
+                yield from c.add("ctx", v.decl, f"declares state {v.name} used by {name}")
                 for w in v.writes:
                     if not s <= w[0] < e:
-                        c.statement("ctx", w, f"writes state {v.name} used by {name}", None)
+                        yield from c.statement(
+                            "ctx", w, f"writes state {v.name} used by {name}", None)
 
 
 @rule("probe.naive_queries")
-def _naive_queries(c: _Case, f: _Failure, why: str) -> None:
+def _naive_queries(c: _Case, f: _Failure, why: str) -> Ops:
     """The functions (or top-level statements) looking up X, or Y when X is unresolved."""
     elements = set(f.targets) or set(f.actors)
     names = set(f.names) if f.targets or not f.actors else set(f.actor_names)
@@ -323,50 +335,50 @@ def _naive_queries(c: _Case, f: _Failure, why: str) -> None:
         arg = (q.argument or "").lstrip("#.")
         if set(q.elements) & elements or (arg and arg in names):
             if q.function is None:
-                c.statement("dir", q.span, why + ": top-level query", None)
+                yield from c.statement("dir", q.span, why + ": top-level query", None)
             else:
-                c.function("dir", q.function, why)
+                yield from c.function("dir", q.function, why)
 
 
 @rule("probe.probe_rules")
-def _probe_rules(c: _Case) -> None:
+def _probe_rules(c: _Case) -> Ops:
     """The text rules of a probe failure, without the context of what they blamed."""
     f = c.failure
     if c.d.get("reason") in _STOPPED_PAGE:
-        _loops(c)
-    (_missing_element if f.missing else _failed_check)(c, f)
-    _dangling_queries(c, f)
-    _misdirected_queries(c, f)
-    _unbound_actor(c, f)
+        yield from _loops(c)
+    yield from (_missing_element if f.missing else _failed_check)(c, f)
+    yield from _dangling_queries(c, f)
+    yield from _misdirected_queries(c, f)
+    yield from _unbound_actor(c, f)
 
 
-def _probe_fallback(c: _Case) -> None:
+def _probe_fallback(c: _Case) -> Ops:
     """The chains' fallback step: the functions looking up the failing element."""
-    _naive_queries(c, c.failure, "fallback: the function looking up the failing element")
+    yield from _naive_queries(c, c.failure, "fallback: the function looking up the failing element")
 
 
 @rule("probe.probe_naive")
-def _probe_naive(c: _Case) -> None:
+def _probe_naive(c: _Case) -> Ops:
     """The baseline for a probe failure: whole functions querying the failing element."""
-    _naive_queries(c, c.failure, "function querying the failing element")
+    yield from _naive_queries(c, c.failure, "function querying the failing element")
 
 
-def _ground_step(c: _Case) -> None:
-    c.ran = _ground(c)
+def _ground_step(c: _Case) -> Ops:
+    c.ran = yield from _ground(c)
 
 
-def _definite_bugs_step(c: _Case) -> None:
-    blame_definite_bugs(c, c.ran)
+def _definite_bugs_step(c: _Case) -> Ops:
+    yield from blame_definite_bugs(c, c.ran)
 
 
-def _context_step(c: _Case) -> None:
-    _context(c, c.ran)
+def _context_step(c: _Case) -> Ops:
+    yield from _context(c, c.ran)
 
 
 # -- execution grounding -----------------------------------------------------------------------
 
 @rule("probe.ground")
-def _ground(c: _Case) -> set[int] | None:
+def _ground(c: _Case) -> Ops:
     """Execution grounding of a probe failure with the functions that ran since load.
 
     Adds to S_dir the writers of X and the handlers of Y that ran, and the functions they
@@ -382,20 +394,20 @@ def _ground(c: _Case) -> set[int] | None:
     g, f = c.g, c.failure
     ran = ran_functions(g, cov)
     if not ran and f.action:
-        _nothing_ran(c)
+        yield from _nothing_ran(c)
         return None
     what = _describe(g, f.targets, f.label)
     keys = _write_keys(f)
     writes = _writes(g, f.targets, keys)
     for w in writes:
         if w.function in ran:
-            c.function("dir", w.function, f"ran before the failure and writes {what}",
-                       "coverage")
+            yield from c.function("dir", w.function, f"ran before the failure and writes {what}",
+                                  "coverage")
     if not writes and keys is not None and not f.missing:
         for w in _other_writes(g, f, keys, ran):
-            c.statement("dir", w.span, f"ran before the failure and writes {w.kind} of "
-                        f"{_describe(g, w.elements, 'an unresolved element')}, not of "
-                        f"{what}", w.function, "coverage")
+            yield from c.statement("dir", w.span, f"ran before the failure and writes {w.kind} of "
+                                   f"{_describe(g, w.elements, 'an unresolved element')}, not of "
+                                   f"{what}", w.function, "coverage")
     actor = _describe(g, f.actors, f.actor_label)
     bindings = _bindings_for(g, f.actors, f.action)
     if not bindings and f.action and not f.actors:  # Y made by script: handlers that fit
@@ -404,37 +416,40 @@ def _ground(c: _Case) -> set[int] | None:
                     and not b.global_target]
     for b in bindings:
         if b.handler in ran:
-            c.function("dir", b.handler, f"ran before the failure, bound to {b.target_text[:40]} "
-                       f"for the action on {actor}", "coverage")
-    if not narrow_to_slice(c, f, ran):  # no write of X ran: the callees that ran, whole
+            yield from c.function(
+                "dir", b.handler, f"ran before the failure, bound to {b.target_text[:40]} "
+                f"for the action on {actor}", "coverage")
+    sliced = yield from narrow_to_slice(c, f, ran)
+    if not sliced:  # no write of X ran: the callees that ran, whole
         for fi in sorted({i.fn for i in c.items if i.set == "dir" and i.fn in ran}):
             for call in g.calls_from(fi):
                 for t in call.targets:
                     if t in ran and t != fi:
-                        c.function("dir", t, f"ran before the failure, called by "
-                                   f"{g.functions[fi].qualname or 'a blamed function'}",
-                                   "coverage")
-        follow_actor_value(c, f, ran)  # and where the value of the input acted on went
+                        yield from c.function("dir", t, f"ran before the failure, called by "
+                                              f"{g.functions[fi].qualname or 'a blamed function'}",
+                                              "coverage")
+        yield from follow_actor_value(c, f, ran)  # and where the value of the input acted on went
     if writes and keys is not None and not f.missing:
-        _expected_written_elsewhere(c, f, keys, ran, what)
+        yield from _expected_written_elsewhere(c, f, keys, ran, what)
     if c.blame.direct_functions() & ran:
-        c.demote(lambda i: i.fn is not None and i.fn not in ran,
-                 "; did not run before the failure")
+        yield from c.demote(lambda i: i.fn is not None and i.fn not in ran,
+                            "; did not run before the failure")
     return ran or None
 
 
 @rule("probe.nothing_ran")
-def _nothing_ran(c: _Case) -> None:
+def _nothing_ran(c: _Case) -> Ops:
     """An action ran no code at all: its handler was never bound, so blame the wiring (the
     registrations and the start-up code that should have made them), not the handlers."""
-    c.demote(lambda i: i.fn is not None, "; no code ran after the action")
+    yield from c.demote(lambda i: i.fn is not None, "; no code ran after the action")
     for b in c.g.event_bindings:
         if b.global_target and (b.event or "").lower() in ("load", "domcontentloaded"):
             named = re.fullmatch(r"[\w$.]+", b.handler_text)
-            c.add("dir", b.span if named else (b.span[0], b.handler_span[0]),
-                  f"start-up binding ({b.target_text} '{b.event}'): nothing ran after the "
-                  "action, so the handlers may never have been bound", "coverage")
+            yield from c.add(
+                "dir", b.span if named else (b.span[0], b.handler_span[0]),
+                f"start-up binding ({b.target_text} '{b.event}'): nothing ran after the "
+                "action, so the handlers may never have been bound", "coverage")
     for fn in c.g.functions:
         if fn.name in c.cfg.entry_functions and fn.parent is None:
-            c.function("ctx", fn.index, "start-up function", "coverage")
+            yield from c.function("ctx", fn.index, "start-up function", "coverage")
 

@@ -15,7 +15,7 @@ import re
 from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import DomQuery
-from evaluators.localize.spans_common import _Case, _describe
+from evaluators.localize.spans_common import _Case, _describe, Ops
 
 # Elements with a ``value`` property, and those with ``checked``.
 _VALUED = frozenset(("input", "select", "textarea", "button", "option", "output", "meter",
@@ -48,7 +48,7 @@ def _bad_reads(g: CodeGraph, q: DomQuery) -> list[tuple[int, str]]:
 
 
 @rule("smells.blame_definite_bugs")
-def blame_definite_bugs(c: _Case, ran: set[int] | None) -> None:
+def blame_definite_bugs(c: _Case, ran: set[int] | None) -> Ops:
     """Blames value reads of elements without a value in functions that ran (``ran``, from
     coverage) or at load (top-level code), and moves whole-function blame of those functions
     to the context."""
@@ -61,12 +61,13 @@ def blame_definite_bugs(c: _Case, ran: set[int] | None) -> None:
             continue
         for at, prop in _bad_reads(g, q):
             what = _describe(g, list(q.elements))
-            c.statement("dir", (at, at + 1), f"reads .{prop} of {what}, which has none (it is "
-                        f"a <{g.elements[q.elements[0]].tag}>): the value is undefined",
-                        q.function, "coverage")
-            c.statement("dir", q.span, f"looks up {what}, whose .{prop} the code reads",
-                        q.function, "coverage")
+            yield from c.statement(
+                "dir", (at, at + 1), f"reads .{prop} of {what}, which has none (it is "
+                f"a <{g.elements[q.elements[0]].tag}>): the value is undefined",
+                q.function, "coverage")
+            yield from c.statement("dir", q.span, f"looks up {what}, whose .{prop} the code reads",
+                                   q.function, "coverage")
             if q.function is not None:
                 hit_functions.add(q.function)
-    c.demote(lambda i: i.fn in hit_functions and i.span == g.functions[i.fn].span,
-             "; narrowed to the value read that cannot work")
+    yield from c.demote(lambda i: i.fn in hit_functions and i.span == g.functions[i.fn].span,
+                        "; narrowed to the value read that cannot work")

@@ -24,7 +24,7 @@ import re
 from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span, StateVar
-from evaluators.localize.spans_common import _Case, _fn_at, exception_of
+from evaluators.localize.spans_common import _Case, _fn_at, Ops, exception_of
 from evaluators.localize.spans_common import neighbour_statement as _neighbour
 
 # A declarator that leaves its variable without a value, or with an empty container.
@@ -112,7 +112,7 @@ def _siblings(g: CodeGraph, unset: list[StateVar]) -> list[StateVar]:
 
 
 @rule("unset.sibling_runs")
-def _sibling_runs(c: _Case, unset: list[StateVar], frames: dict, names: str, by: str) -> None:
+def _sibling_runs(c: _Case, unset: list[StateVar], frames: dict, names: str, by: str) -> Ops:
     """The run of statements assigning the siblings in each function, gaps included, and the
     statements just before and after it: where the missing assignment belongs. In a function
     on the stack only the assignments before its frame count (those ran before the read)."""
@@ -128,12 +128,12 @@ def _sibling_runs(c: _Case, unset: list[StateVar], frames: dict, names: str, by:
         run = (min(s for s, _ in stmts), max(e for _, e in stmts))
         why = f"sets the state set with {names}, which no code sets"
         for span in [run] if run[1] - run[0] <= c.cfg.run_limit else stmts:
-            c.add("dir", span, why, by)
+            yield from c.add("dir", span, why, by)
         for after in (False, True):
             near = _neighbour(g, run, after)
             if near is not None and near[1] - near[0] <= c.cfg.path_limit:
                 where = "after" if after else "before"
-                c.add("dir", near, f"{why} (the statement {where} them)", by)
+                yield from c.add("dir", near, f"{why} (the statement {where} them)", by)
 
 
 def _first_read(g: CodeGraph, reads: list[int], fn: int | None, before: int,
@@ -160,7 +160,7 @@ def _first_read(g: CodeGraph, reads: list[int], fn: int | None, before: int,
 
 @rule("unset.earlier_reads")
 def _earlier_reads(c: _Case, unset: list[StateVar], offsets: list[int], names: str,
-                   by: str) -> None:
+                   by: str) -> Ops:
     """The first read of the unset state on the path, before the failing one, that did not
     fail (it passed the missing value on), and the statement just before it."""
     g = c.g
@@ -176,17 +176,19 @@ def _earlier_reads(c: _Case, unset: list[StateVar], offsets: list[int], names: s
         first = g.enclosing_statement(at)
         if first is None or first[1] - first[0] > c.cfg.path_limit:
             continue
-        c.add("dir", first, f"reads {names} before it is set, on the path to the failing "
-              f"read (frame {k})", by)
+        yield from c.add(
+            "dir", first, f"reads {names} before it is set, on the path to the failing "
+            f"read (frame {k})", by)
         prev = _neighbour(g, first, False)
         if prev is not None and prev[1] - prev[0] <= c.cfg.path_limit:
-            c.add("dir", prev, f"runs just before the first read of {names} (frame {k}), "
-                  "where it should have been set", by)
+            yield from c.add(
+                "dir", prev, f"runs just before the first read of {names} (frame {k}), "
+                "where it should have been set", by)
         return
 
 
 @rule("unset.unset_state")
-def _unset_state(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
+def _unset_state(c: _Case, stmt: Span, offsets: list[int], by: str) -> Ops:
     """A null read of state that no code sets: where the missing assignment belongs.
 
     Args:
@@ -197,11 +199,11 @@ def _unset_state(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
         by: Evidence source.
     """
     if exception_of(c.d).get("null_read"):
-        unset_state_at(c, stmt, offsets, by)
+        yield from unset_state_at(c, stmt, offsets, by)
 
 
 @rule("unset.unset_state_at")
-def unset_state_at(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
+def unset_state_at(c: _Case, stmt: Span, offsets: list[int], by: str) -> Ops:
     """``_unset_state`` for a statement known to have read a missing value (a null read, or
     the arguments that started a recursion that never ended)."""
     g = c.g
@@ -212,27 +214,29 @@ def unset_state_at(c: _Case, stmt: Span, offsets: list[int], by: str) -> None:
     frames: dict[int | None, int] = {}
     for off in offsets:  # each function on the stack, with where it was when the read failed
         frames.setdefault(_fn_at(g, off), off)
-    _sibling_runs(c, unset, frames, names, by)
-    _earlier_reads(c, unset, offsets, names, by)
+    yield from _sibling_runs(c, unset, frames, names, by)
+    yield from _earlier_reads(c, unset, offsets, names, by)
     for fn, off in frames.items():
         if fn is not None:
-            _unconsumed_locals(c, fn, off, names, by)
+            yield from _unconsumed_locals(c, fn, off, names, by)
     for k, off in enumerate(offsets):
         inner = g.enclosing_statement(off)
         prev = None if inner is None else _neighbour(g, inner, False)
         if prev is not None and prev[1] - prev[0] <= c.cfg.path_limit and not _DECLARATION.match(
                 g.text, prev[0]):  # a declaration there runs nothing
-            c.add("dir", prev, f"runs just before the read of {names} (frame {k}) and does not "
-                  "set it, which no code does", by)
+            yield from c.add(
+                "dir", prev, f"runs just before the read of {names} (frame {k}) and does not "
+                "set it, which no code does", by)
         fn = _fn_at(g, off)
         if fn is not None and g.functions[fn].name in c.cfg.entry_functions:
-            c.function("ctx", fn, f"start-up function on the stack, where {names} is not set",
-                       by)
-            _start_up_before(c, fn, off, names, by)
+            yield from c.function(
+                "ctx", fn, f"start-up function on the stack, where {names} is not set",
+                by)
+            yield from _start_up_before(c, fn, off, names, by)
 
 
 @rule("unset.start_up_before")
-def _start_up_before(c: _Case, fn: int, off: int, names: str, by: str) -> None:
+def _start_up_before(c: _Case, fn: int, off: int, names: str, by: str) -> Ops:
     """The statements of a start-up function (``setup``, ``init``) that ran before its
     frame's statement, nearest first up to ``c.cfg.run_limit`` characters: state is set there,
     and one of them, or one missing among them, should have set the unset state."""
@@ -249,12 +253,12 @@ def _start_up_before(c: _Case, fn: int, off: int, names: str, by: str) -> None:
             return
         total += at[1] - at[0]
         if not _DECLARATION.match(g.text, at[0]):
-            c.add("dir", at, f"start-up code that ran before the read of {names} (in "
-                  f"{g.functions[fn].name}) and does not set it", by)
+            yield from c.add("dir", at, f"start-up code that ran before the read of {names} (in "
+                             f"{g.functions[fn].name}) and does not set it", by)
 
 
 @rule("unset.unconsumed_locals")
-def _unconsumed_locals(c: _Case, fn: int, before: int, names: str, by: str) -> None:
+def _unconsumed_locals(c: _Case, fn: int, before: int, names: str, by: str) -> Ops:
     """Locals of a function on the stack that are built (``shape.lineTo(...)``) and then never
     used (never passed, returned, assigned or read for a property) before its frame: the use
     that would have set the unset state (``geometry = new Geometry(shape)``) is missing just
@@ -274,5 +278,6 @@ def _unconsumed_locals(c: _Case, fn: int, before: int, names: str, by: str) -> N
                 if body[0] < s <= reads[-1][0] < e <= body[1] and _fn_at(g, s) == fn]
         nxt = _neighbour(g, max(last, key=lambda sp: sp[1] - sp[0]), True) if last else None
         if nxt is not None and nxt[1] - nxt[0] <= c.cfg.path_limit and nxt[0] < before:
-            c.add("dir", nxt, f"follows the last use of {var.name}, which is built and never "
-                  f"used: its use, which may set {names}, is missing here", by)
+            yield from c.add(
+                "dir", nxt, f"follows the last use of {var.name}, which is built and never "
+                f"used: its use, which may set {names}, is missing here", by)

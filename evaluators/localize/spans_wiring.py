@@ -19,7 +19,7 @@ from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span
 from evaluators.localize.spans_common import (
     _ACTION_EVENTS, _bindings_for, _Case, _describe, _Failure, _norm, _write_key, _write_keys,
-    _writes, name_words, similar_names,
+    _writes, name_words, Ops, similar_names,
 )
 
 _ASSIGNED = re.compile(r"[^=]*?[^=!<>]=(?!=)\s*")  # up to the right-hand side of a write
@@ -43,7 +43,7 @@ def _loop_head(g: CodeGraph, span: Span) -> Span | None:
 
 
 @rule("wiring.dangling_queries")
-def _dangling_queries(c: _Case, f: _Failure) -> None:
+def _dangling_queries(c: _Case, f: _Failure) -> Ops:
     """Queries for an id or class no element has, named like the element the probe wanted."""
     wanted = [n for n in f.names + f.actor_names]
     for q in c.g.dom_queries:
@@ -51,8 +51,9 @@ def _dangling_queries(c: _Case, f: _Failure) -> None:
         if q.elements or not arg or not re.fullmatch(r"[-\w]+", arg):
             continue
         if any(similar_names(arg, n, c.cfg.similar_ratio) for n in wanted) and arg not in wanted:
-            c.statement("dir", q.span, f"queries '{arg}', which no element has (the probe "
-                        f"expects {', '.join(wanted[:2])})", q.function)
+            yield from c.statement(
+                "dir", q.span, f"queries '{arg}', which no element has (the probe "
+                f"expects {', '.join(wanted[:2])})", q.function)
 
 
 _KEY = re.compile(r"(?<![\w$])([\w$]+)\s*:\s*$")  # `trim: ` before a lookup in an object
@@ -82,7 +83,7 @@ def _named_with_words_of(g: CodeGraph, var: str, looked_up: str, wanted) -> int 
 
 
 @rule("wiring.misdirected_queries")
-def _misdirected_queries(c: _Case, f: _Failure) -> None:
+def _misdirected_queries(c: _Case, f: _Failure) -> Ops:
     """Lookups stored in a variable named after one element that return another
     (``const btn2D = document.getElementById('canvas-3d')``), when the variable is named like
     X or Y or is read by code blamed directly."""
@@ -119,9 +120,9 @@ def _misdirected_queries(c: _Case, f: _Failure) -> None:
             # function the blame depends on).
             key = _KEY.search(g.text, max(0, q.span[0] - 80), q.span[0])
             if key and key.group(1) == var:  # a property of an object of lookups: just it
-                c.add("dir", (key.start(), q.span[1]), why)
+                yield from c.add("dir", (key.start(), q.span[1]), why)
             else:
-                c.statement("dir", q.span, why, None)
+                yield from c.statement("dir", q.span, why, None)
 
 
 _FORM_EVENTS = frozenset(("input", "change", "changed"))
@@ -134,7 +135,7 @@ def _stem(ident: str | None) -> str:
 
 
 @rule("wiring.unbound_actor")
-def _unbound_actor(c: _Case, f: _Failure) -> None:
+def _unbound_actor(c: _Case, f: _Failure) -> Ops:
     """Y has no handler while elements like it do: the registrations that should cover it."""
     g = c.g
     if not f.actors or not f.action or _bindings_for(g, f.actors, f.action):
@@ -144,25 +145,27 @@ def _unbound_actor(c: _Case, f: _Failure) -> None:
     for b in g.event_bindings:  # form events bound on elements that never fire them
         if (b.event or "").lower() in events & _FORM_EVENTS and b.elements and all(
                 g.elements[i].tag not in _FORM_TAGS for i in b.elements):
-            c.add("dir", b.span, f"binds {b.event} on {_describe(g, b.elements)}, which never "
-                  f"fires it, while {_describe(g, f.actors)} has no handler")
+            yield from c.add(
+                "dir", b.span, f"binds {b.event} on {_describe(g, b.elements)}, which never "
+                f"fires it, while {_describe(g, f.actors)} has no handler")
     for b in g.event_bindings:
         like = [g.elements[i] for i in b.elements]
         if b.event and b.event.lower() in events and any(
                 e.tag == y.tag and (e.parent == y.parent or set(e.classes) & set(y.classes)
                                     or _stem(e.id) == _stem(y.id) != "") for e in like):
             end = b.handler_span[0] if b.span[0] < b.handler_span[0] < b.span[1] else b.span[1]
-            c.add("dir", (b.span[0], end), f"binds {b.event} on elements like "
-                  f"{_describe(g, f.actors)}, which has no handler")
+            yield from c.add("dir", (b.span[0], end), f"binds {b.event} on elements like "
+                             f"{_describe(g, f.actors)}, which has no handler")
             loop = _loop_head(g, b.span)
             if loop is not None:
-                c.add("dir", loop, f"loop that binds elements like {_describe(g, f.actors)}")
-    _writers_bound_elsewhere(c, f, events)
-    _self_writers_bound_elsewhere(c, f, events)
+                yield from c.add(
+                    "dir", loop, f"loop that binds elements like {_describe(g, f.actors)}")
+    yield from _writers_bound_elsewhere(c, f, events)
+    yield from _self_writers_bound_elsewhere(c, f, events)
 
 
 @rule("wiring.self_writers_bound_elsewhere")
-def _self_writers_bound_elsewhere(c: _Case, f: _Failure, events: frozenset[str]) -> None:
+def _self_writers_bound_elsewhere(c: _Case, f: _Failure, events: frozenset[str]) -> Ops:
     """Y has no handler and the probe checks Y itself (``active`` after a click): handlers
     bound to other elements that do that to their own element (``this.classList.add``) are
     the handler meant for Y, or its registration on the wrong element."""
@@ -177,9 +180,10 @@ def _self_writers_bound_elsewhere(c: _Case, f: _Failure, events: frozenset[str])
         if any(w.function == b.handler and w.elements and set(w.elements) <= set(b.elements)
                and (keys is None or _write_key(w) in keys) for w in g.element_writes):
             end = b.handler_span[0] if b.span[0] < b.handler_span[0] < b.span[1] else b.span[1]
-            c.add("dir", (b.span[0], end), f"binds on {_describe(g, b.elements)} a handler "
-                  f"that does to its own element what {_describe(g, f.actors)}, which has no "
-                  "handler, should get")
+            yield from c.add(
+                "dir", (b.span[0], end), f"binds on {_describe(g, b.elements)} a handler "
+                f"that does to its own element what {_describe(g, f.actors)}, which has no "
+                "handler, should get")
 
 
 def _callers_of(g: CodeGraph, fns: set[int], depth: int = 3) -> set[int]:
@@ -192,7 +196,7 @@ def _callers_of(g: CodeGraph, fns: set[int], depth: int = 3) -> set[int]:
 
 
 @rule("wiring.writers_bound_elsewhere")
-def _writers_bound_elsewhere(c: _Case, f: _Failure, events: frozenset[str]) -> None:
+def _writers_bound_elsewhere(c: _Case, f: _Failure, events: frozenset[str]) -> Ops:
     """Y has no handler, yet handlers bound to other elements update X: one of those
     registrations may name the wrong element (the one meant for Y)."""
     g = c.g
@@ -203,13 +207,13 @@ def _writers_bound_elsewhere(c: _Case, f: _Failure, events: frozenset[str]) -> N
         if (b.handler in reach and not b.global_target and b.event
                 and b.event.lower() in events and not set(b.elements) & set(f.actors)):
             end = b.handler_span[0] if b.span[0] < b.handler_span[0] < b.span[1] else b.span[1]
-            c.add("dir", (b.span[0], end), f"binds a handler that updates {what} on "
-                  f"{_describe(g, b.elements, b.target_text[:40])}, while "
-                  f"{_describe(g, f.actors)} has none")
+            yield from c.add("dir", (b.span[0], end), f"binds a handler that updates {what} on "
+                             f"{_describe(g, b.elements, b.target_text[:40])}, while "
+                             f"{_describe(g, f.actors)} has none")
 
 
 @rule("wiring.expected_written_elsewhere")
-def _expected_written_elsewhere(c: _Case, f: _Failure, keys, ran: set[int], what: str) -> None:
+def _expected_written_elsewhere(c: _Case, f: _Failure, keys, ran: set[int], what: str) -> Ops:
     """Code that ran wrote the very value the probe expected on X (``.value = 0.5`` for an
     expected ``0.5``) to another element: that write may have been meant for X."""
     g = c.g
@@ -222,9 +226,10 @@ def _expected_written_elsewhere(c: _Case, f: _Failure, keys, ran: set[int], what
             continue
         m = _ASSIGNED.match(g.text, w.span[0], w.span[1])
         if m and _literal(g.text[m.end():w.span[1]]) == want:
-            c.statement("dir", w.span, f"ran before the failure and writes {want!r}, the value "
-                        f"expected on {what}, to {_describe(g, w.elements, 'another element')}",
-                        w.function, "coverage")
+            yield from c.statement(
+                "dir", w.span, f"ran before the failure and writes {want!r}, the value "
+                f"expected on {what}, to {_describe(g, w.elements, 'another element')}",
+                w.function, "coverage")
 
 
 def _literal(value) -> str | None:

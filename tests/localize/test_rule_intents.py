@@ -15,14 +15,17 @@ from evaluators.localize.graph import build_graph
 from evaluators.localize.rules import LocalizeConfig
 from evaluators.localize.spans import localize
 from tests.localize.diags import page_error, probe_failure, rules_of
+from tests.localize.test_spans_forward import PROBE as READINGS, SCENE
 
 
 @dataclasses.dataclass(frozen=True)
 class Row:
     """One intent: in ``app``, ``diagnostic`` makes ``rule`` blame ``direct`` in S_dir (and
     ``context`` in S_dir or S_ctx), ``rule`` moves what another rule blamed directly in
-    ``demoted`` to the context, and nothing blames ``spared`` directly. A rule that
-    ``narrows`` replaces broader blame by its own: switched off, ``spared`` is blamed."""
+    ``demoted`` to the context, removes the blame of exactly ``dropped``, and nothing blames
+    ``spared`` directly. A rule that ``narrows`` replaces broader blame by its own: switched
+    off, ``spared`` is blamed. ``probe`` is the rubric's probe, when the step compares
+    readings it saved."""
 
     app: str
     rule: str
@@ -31,8 +34,10 @@ class Row:
     context: tuple[str, ...] = ()
     spared: tuple[str, ...] = ()
     demoted: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
     method: str = "grounded"
     narrows: bool = False  # the rule replaces broader blame: off, ``spared`` is blamed
+    probe: dict | None = None
 
 
 def _frames(app: str, *codes: str) -> list[dict]:
@@ -285,6 +290,119 @@ const theme = 'dark';
 </script>"""
 
 
+COLOURS = """<canvas id="c"></canvas>
+<script>
+const colors = ['red', 'green', 'blue'];
+const unused = 'x';
+function draw(j) {
+  const i = (j - 2) % 3;
+  fill(colors[i]);
+}
+draw(1);
+</script>"""
+
+CANVASES = """<canvas id="canvas-3d"></canvas><canvas id="canvas-2d"></canvas>
+<script>
+const gl3 = document.getElementById('canvas-3d');
+const canvas2d = document.getElementById('canvas-3d');
+const pen = canvas2d.getContext('2d');
+function render() {
+  new THREE.WebGLRenderer({canvas: gl3});
+}
+const speed = 2;
+render();
+</script>"""
+
+UNDEFINED = """<script>
+const limit = 3;
+function boom() {
+  return missing.value;
+}
+boom();
+</script>"""
+
+CONTAINER = """<ul id="list"></ul><button id="add">add</button>
+<script>
+const box = document.getElementById('list');
+const title = 'x';
+function addItem() { box.append(document.createElement('p')); }
+document.getElementById('add').addEventListener('click', addItem);
+</script>"""
+
+CLASSED = """<p id="label" class="big">hi</p>
+<script>const size = 1;</script>"""
+
+START_UP = """<canvas id="c"></canvas>
+<script>
+let grid = null;
+let width = 0, height = 0;
+const label = 'demo';
+function draw() {
+  for (const cell of grid.cells) { width += cell; }
+}
+function setup() {
+  width = 8;
+  height = 4;
+  draw();
+}
+setup();
+</script>"""
+
+BUILT = """<script>
+let geometry = null;
+const tag = 'demo';
+function build() {
+  const shape = new Path2D();
+  shape.moveTo(0, 0);
+  shape.lineTo(1, 1);
+  const count = 3;
+  console.log(count);
+  geometry.scale(count);
+}
+build();
+</script>"""
+
+ECHOED = """<input id="a"><input id="b"><button id="reset">reset</button>
+<script>
+const speed = 1;
+function resetB() { document.getElementById('b').value = 0.5; }
+function setA() { document.getElementById('a').value = 1; }
+function onReset() { setA(); resetB(); }
+document.getElementById('reset').addEventListener('click', onReset);
+</script>"""
+
+SELF_WRITER = """<div><span id="lamp">lamp</span></div><p><b id="star">star</b></p>
+<script>
+const theme = 'dark';
+function light() { this.classList.add('on'); }
+document.getElementById('lamp').addEventListener('click', light);
+</script>"""
+
+ELSEWHERE = """<button id="inc">+</button><div><a id="dec">-</a></div><span id="out">0</span>
+<script>
+let n = 0;
+const theme = 'dark';
+function show() { document.getElementById('out').textContent = n; }
+function onInc() { n += 1; show(); }
+document.getElementById('inc').addEventListener('click', onInc);
+</script>"""
+
+UNUSED_READ = SCENE.replace("  group.rotation.x = xDeg * (Math.PI * 180);\n", "")
+
+
+def _readings(app: str) -> dict:
+    """The failed ``assert`` of ``READINGS`` (two canvas snapshots equal after a fill of #rx),
+    with ``redraw`` run."""
+    return {**probe_failure(READINGS["steps"][3], READINGS["steps"][1],
+                            coverage=_ran(app, "redraw"), message="assert failed"),
+            "step_index": 3}
+
+
+def _library(app: str, message: str, *codes: str) -> dict:
+    """An exception raised inside a library called at ``codes[0]``."""
+    return page_error(message, [{"in_app": False, "offset": None}, *_frames(app, *codes)])
+
+
 CHECK = {"expect": "text", "locator": "#out", "value": "1"}
 ROWS = {
     "a style rule that hides an ancestor of the checked element": Row(
@@ -422,6 +540,113 @@ ROWS = {
                       {"do": "click", "locator": "#two"}),
         direct=("document.getElementById('one').addEventListener('click', ",),
         spared=("const theme = 'dark';",), method="text"),
+    "the local value handed to a library that failed on it": Row(
+        COLOURS, "errors.local_arguments",
+        _library(COLOURS, "uncaught Error: bad colour", "fill(colors[i]);", "draw(1);"),
+        direct=("const i = (j - 2) % 3;",), spared=("const unused = 'x';",)),
+    "another lookup of the element a failing library got, named after another element": Row(
+        CANVASES, "errors.shared_elements",
+        _library(CANVASES, "uncaught Error: context taken", "new THREE.WebGLRenderer",
+                 "render();"),
+        direct=("const canvas2d = document.getElementById('canvas-3d');",),
+        spared=("const speed = 2;",)),
+    "the statement of the exception's top in-app frame": Row(
+        UNDEFINED, "errors.page_error_stack",
+        page_error("uncaught ReferenceError: missing is not defined",
+                   _frames(UNDEFINED, "missing.value", "boom();")),
+        direct=("return missing.value;",), context=("boom();",), spared=("const limit = 3;",)),
+    "the line an exception report quotes, without a stack": Row(
+        UNDEFINED, "errors.page_error_text",
+        page_error("uncaught ReferenceError: missing is not defined", [],
+                   excerpt="return missing.value;"),
+        direct=("return missing.value;",), spared=("const limit = 3;",), method="text"),
+    "the baseline for an exception: the function of the top frame": Row(
+        UNDEFINED, "errors.page_error_naive",
+        page_error("uncaught ReferenceError: missing is not defined",
+                   _frames(UNDEFINED, "missing.value", "boom();")),
+        direct=("function boom() {\n  return missing.value;\n}",),
+        spared=("const limit = 3;",), method="naive"),
+    "the baseline for a syntax error: the function around it": Row(
+        BROKEN, "errors.syntax_naive",
+        {"kind": "syntax_error", "reason": "source_error", "stage": "source",
+         "severity": "severe", "message": "syntax error", "lang": "javascript",
+         "span": [BROKEN.index("*;"), BROKEN.index("*;") + 2]},
+        direct=("function area(r) {\n  return Math.PI * r *;\n}",), spared=("const ok = 1;",),
+        method="naive"),
+    "a long function whose statements a slice blamed is not blamed whole": Row(
+        SCENE, "flow.replace_long_functions", _readings(SCENE), probe=READINGS,
+        dropped=(SCENE[SCENE.index("function redraw"):SCENE.index("\n}\nObject") + 2],)),
+    "the statements the value of the input acted on reaches": Row(
+        SCENE, "forward.follow_actor_value", _readings(SCENE), probe=READINGS,
+        direct=("const xDeg = parseFloat(controls.rx.value);",
+                "group.rotation.x = xDeg * (Math.PI * 180);"),
+        spared=("ctx.strokeRect(5, 5, 290, 140);",)),
+    "a value read from the input acted on that nothing uses": Row(
+        UNUSED_READ, "forward.dead_value", _readings(UNUSED_READ), probe=READINGS,
+        direct=("group.rotation.z = zDeg * (Math.PI / 180);",),
+        spared=("ctx.strokeRect(5, 5, 290, 140);",)),
+    "the baseline for a judge finding: the function around the quote": Row(
+        CALLER, "judge.naive",
+        {"kind": "judge_finding", "reason": "judge_finding", "stage": "rubric",
+         "severity": "severe", "message": "doubles the total", "rubric_id": "r",
+         "evidence_code": "textContent = total * 2", "evidence_line": 6},
+        direct=("function show() { document.getElementById('out').textContent = total * 2; }",),
+        spared=("const colour = 'red';",), method="naive"),
+    "the HTML of the element acted on": Row(
+        CALLER, "probe.actor_handlers",
+        probe_failure(CHECK, {"do": "click", "locator": "#go"}),
+        context=('<button id="go">go</button>',), method="text"),
+    "the attribute that holds the checked state at load": Row(
+        CLASSED, "probe.element_html",
+        probe_failure({"expect": "class", "locator": "#label", "value": "small"}, None),
+        direct=('class="big"',), spared=("const size = 1;",), method="text"),
+    "the code rendering into the container of a missing element": Row(
+        CONTAINER, "probe.missing_container",
+        probe_failure({"expect": "visible", "locator": "#list li"},
+                      {"do": "click", "locator": "#add"}, reason="missing_element", actual=None),
+        direct=("box.append(document.createElement('p'));",), context=('<ul id="list">',),
+        spared=("const title = 'x';",), method="text"),
+    "start-up statements that ran before a read of state nothing set": Row(
+        START_UP, "unset.start_up_before",
+        page_error("uncaught TypeError: Cannot read properties of null (reading 'cells')",
+                   _frames(START_UP, "grid.cells", "draw();", "setup();")),
+        direct=("width = 8;",), spared=("const label = 'demo';",)),
+    "a local built and never used before the failing read": Row(
+        BUILT, "unset.unconsumed_locals",
+        page_error("uncaught TypeError: Cannot read properties of null (reading 'scale')",
+                   _frames(BUILT, "geometry.scale", "build();")),
+        direct=("const count = 3;",), spared=("const tag = 'demo';",)),
+    "the expected value written to another element": Row(
+        ECHOED, "wiring.expected_written_elsewhere",
+        probe_failure({"expect": "value", "locator": "#a", "value": "0.5"},
+                      {"do": "click", "locator": "#reset"},
+                      coverage=_ran(ECHOED, "onReset", "setA", "resetB")),
+        direct=("document.getElementById('b').value = 0.5;",), spared=("const speed = 1;",)),
+    "a handler doing to its own element what the unbound one should get": Row(
+        SELF_WRITER, "wiring.self_writers_bound_elsewhere",
+        probe_failure({"expect": "class", "locator": "#star", "value": "on"},
+                      {"do": "click", "locator": "#star"}),
+        direct=("document.getElementById('lamp').addEventListener('click', ",),
+        spared=("const theme = 'dark';",), method="text"),
+    "a handler updating the checked element bound to another element": Row(
+        ELSEWHERE, "wiring.writers_bound_elsewhere",
+        probe_failure({"expect": "text", "locator": "#out", "value": "-1"},
+                      {"do": "click", "locator": "#dec"}),
+        direct=("document.getElementById('inc').addEventListener('click', ",),
+        spared=("const theme = 'dark';",), method="text"),
+}
+
+# Rules that blame nothing themselves: they run other rules (a chain's step, or a gate on
+# the diagnostic). Each is stated by a rule it runs: on, that rule blames; off, it does not.
+DISPATCH = {
+    "probe.probe_rules": (CALLER, probe_failure(CHECK, {"do": "click", "locator": "#go"}),
+                          "text", "probe.failed_check"),
+    "probe.probe_naive": (CALLER, probe_failure(CHECK, {"do": "click", "locator": "#go"}),
+                          "naive", "probe.naive_queries"),
+    "errors.runtime_failure": (LOOPING, {"kind": "runtime_failure", "reason": "hang",
+                                         "message": "h"}, "grounded", "errors.loops"),
+    "unset.unset_state": (UNSET, ROWS["state read as null that no code sets"].diagnostic,
+                          "grounded", "unset.unset_state_at"),
 }
 
 
@@ -446,7 +671,7 @@ def _by(loc, rule: str, which: str | None = None) -> list[tuple[int, int]]:
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_rule_intent(name):
     row = ROWS[name]
-    loc = localize(build_graph(row.app), row.diagnostic, row.method)
+    loc = localize(build_graph(row.app), row.diagnostic, row.method, row.probe)
     for text in row.direct:
         code = _code(row.app, text)
         assert _inside(code, loc.s_dir), f"{name}: {text!r} not blamed directly"
@@ -459,6 +684,13 @@ def test_rule_intent(name):
         assert not _overlaps(_code(row.app, text), loc.s_dir), f"{name}: {text!r} blamed"
     for text in row.demoted:
         assert _demoted(loc, _code(row.app, text)) == {row.rule}, f"{name}: {text!r}"
+    for text in row.dropped:
+        assert not _exactly(loc, _code(row.app, text)), f"{name}: {text!r} still blamed"
+
+
+def _exactly(loc, code) -> bool:
+    """Whether some rule's blame of exactly ``code`` is left."""
+    return any(tuple(e["span"]) == code for e in loc.evidence)
 
 
 def _demoted(loc, code) -> set[str]:
@@ -472,9 +704,11 @@ def test_each_row_needs_its_rule(name):
     """With the row's rule off, what the row must blame directly is no longer blamed
     directly by any rule other than a declared fallback."""
     row = ROWS[name]
-    off = localize(build_graph(row.app), row.diagnostic, row.method,
+    off = localize(build_graph(row.app), row.diagnostic, row.method, row.probe,
                    cfg=LocalizeConfig({row.rule}))
     assert not any(row.rule in rules_of(e) for e in off.evidence)
+    for text in row.dropped:
+        assert _exactly(off, _code(row.app, text)), f"{name}: {text!r} not blamed when off"
     if row.narrows:
         assert any(_overlaps(_code(row.app, t), off.s_dir) for t in row.spared), name
         return
@@ -491,3 +725,26 @@ def test_each_row_needs_its_rule(name):
         code = _code(row.app, text)
         assert any(tuple(e["span"]) == code and e["set"] == "dir" for e in off.evidence), (
             f"{name}: {text!r} is not direct blame when {row.rule} is off")
+
+
+@pytest.mark.parametrize("name", sorted(DISPATCH))
+def test_a_dispatching_rule_runs_its_rules(name):
+    app, diagnostic, method, inner = DISPATCH[name]
+    on = localize(build_graph(app), diagnostic, method)
+    off = localize(build_graph(app), diagnostic, method, cfg=LocalizeConfig({name}))
+    assert any(inner in rules_of(e) for e in on.evidence), name
+    assert not any(inner in rules_of(e) for e in off.evidence), name
+    assert not any(name in rules_of(e) for e in on.evidence), f"{name} blames itself"
+
+
+def test_every_rule_states_its_intent():
+    """Every registered rule has a row here or in `test_rule_table.py`, or runs others."""
+    import inspect
+
+    from evaluators.localize.rules import RULES
+    from tests.localize import test_rule_table
+
+    table = inspect.getsource(test_rule_table)
+    stated = {r.rule for r in ROWS.values()} | set(DISPATCH)
+    stated |= {rid for rid in RULES if f'"{rid}"' in table}
+    assert sorted(set(RULES) - stated) == []

@@ -138,3 +138,107 @@ window.addEventListener('load', boot);
     assert not start_up(default) and start_up(listed)
     assert similar_names("scoreLabel", "scoreLabl")
     assert not similar_names("scoreLabel", "scoreLabl", ratio=0.99)
+
+
+def _unapplied_calls(sources: dict[str, str]) -> list[str]:
+    """Calls of a rule or a blaming helper whose operations nobody applies.
+
+    A rule is a generator: called without ``yield from`` (or ``Combiner.run``) its body never
+    runs, and its blame is lost without an error. Finds such calls in ``sources`` (file name:
+    Python source): the generator functions (those that yield), and the case's helpers
+    (``c.add``, ``c.function``...), called as anything but ``yield from f(...)`` or
+    ``<combiner>.run(f(...))``.
+    """
+    import ast
+
+    trees = {name: ast.parse(text) for name, text in sources.items()}
+
+    def yields(fn) -> bool:
+        todo = list(ast.iter_child_nodes(fn))
+        while todo:
+            n = todo.pop()
+            if isinstance(n, (ast.Yield, ast.YieldFrom)):
+                return True
+            if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                todo.extend(ast.iter_child_nodes(n))
+        return False
+
+    names = {n.name for t in trees.values() for n in t.body
+             if isinstance(n, ast.FunctionDef) and yields(n)}
+    # Methods that yield, by class: ``self.m(...)`` in class K, and ``c.m(...)`` (``c`` is
+    # the case by convention), are generator calls when K.m (or the case's m) yields.
+    methods = {(k.name, n.name) for t in trees.values() for k in t.body
+               if isinstance(k, ast.ClassDef) for n in k.body
+               if isinstance(n, ast.FunctionDef) and yields(n)}
+    case = {m for k, m in methods if k == "_Case"}
+
+    def generator_call(call: ast.Call, cls: str | None) -> bool:
+        f = call.func
+        if isinstance(f, ast.IfExp):
+            return any(isinstance(b, ast.Name) and b.id in names for b in (f.body, f.orelse))
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            return (f.value.id == "c" and f.attr in case) or (
+                f.value.id == "self" and (cls, f.attr) in methods)
+        return isinstance(f, ast.Name) and f.id in names
+
+    bad = []
+    for path, tree in trees.items():
+        parents = {ch: n for n in ast.walk(tree) for ch in ast.iter_child_nodes(n)}
+        for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+            cls = parents.get(call)
+            while cls is not None and not isinstance(cls, ast.ClassDef):
+                cls = parents.get(cls)
+            if not generator_call(call, cls.name if cls is not None else None):
+                continue
+            up = parents.get(call)
+            applied = isinstance(up, ast.Call) and isinstance(up.func, ast.Attribute) \
+                and up.func.attr == "run" and call in up.args
+            if not (isinstance(up, ast.YieldFrom) or applied):
+                bad.append(f"{path}:{call.lineno}: {ast.unparse(call)[:80]}")
+    return bad
+
+
+def test_every_rule_call_is_applied():
+    """Each call of a rule (or of a helper that blames) is a ``yield from``, so its blame
+    reaches the combiner; a plain call would drop it silently."""
+    from pathlib import Path
+
+    import evaluators.localize as pkg
+
+    files = sorted(Path(pkg.__file__).parent.glob("*.py"))
+    assert len(files) > 10
+    assert _unapplied_calls({p.name: p.read_text() for p in files}) == []
+    dropped = """
+class _Case:
+    def add(self, span):
+        yield span
+
+    def function(self, span):
+        self.add(span)
+
+class Other:
+    def add(self, span):
+        return span
+
+    def use(self):
+        self.add(1)
+
+def helper(c):
+    yield from c.add((0, 1))
+
+def rule_a(c):
+    helper(c)
+    c.add((0, 1))
+    yield from (helper if c else rule_a)(c)
+    (helper if c else rule_a)(c)
+    c.blame.run(helper(c))
+"""
+    assert sorted(b.split(": ")[1] for b in _unapplied_calls({"m.py": dropped})) == sorted([
+        "self.add(span)", "helper(c)", "c.add((0, 1))", "(helper if c else rule_a)(c)"])
+
+
+def test_a_plain_function_is_no_rule():
+    """A rule must yield its blame: a plain function registered as one is refused."""
+    with pytest.raises(TypeError, match="generator function"):
+        rule("test.plain")(lambda c: None)
+    assert "test.plain" not in RULES
