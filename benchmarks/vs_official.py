@@ -19,16 +19,17 @@ Arms: `official`; `auto` (our defaults: workers and pages from the machine, step
 early on quiet pages); `wait` (the same, every step waited out to its timeout); `w1p4` (the
 defaults before: 1 worker, 4 pages, waiting steps out).
 
-Measured on 2 cores (one run of `python benchmarks/vs_official.py`, when the machine's
-defaults were 2 workers x 8 pages; they are 2 x 6 now and this has not been rerun):
+Measured on 2 cores (one run of `python benchmarks/vs_official.py` at the defaults, 2 workers
+x 6 pages on that machine):
 
   arm       wall s  CPU-s  tests  tests/s  speed-up  agree (full)
-  official  849     526    162    0.191    1.00x     111/111
-  auto      150     217    138    0.922    5.67x     111/111
-  wait      248     244    138    0.556    3.42x     111/111
+  official  899     649    162    0.180    1.00x     111/111
+  auto      164     226    138    0.843    5.49x     111/111
+  wait      229     266    138    0.602    3.92x     111/111
 
-`w1p4` (run once, before the longest apps were dispatched first): 434 s, 2 of 111 differing.
-At the current defaults (2 x 6), `--arms auto` alone: 154 s, 204 CPU-s.
+A short unit-test job shared the machine for about 90 s of the official arm; the run before
+(defaults 2 x 8 then) gave the official arm 849 s, against which 164 s is 5.18x. `w1p4` (run
+once, before the longest apps were dispatched first): 434 s, 2 of 111 differing.
 """
 
 from __future__ import annotations
