@@ -18,8 +18,17 @@ then writes the finding a judge would write about it and localizes that finding 
 Rows per noise kind, and mixed: each finding replaced with probability p by one of the four
 noisy kinds. Per row: hit@dir (the fault inside S_dir), hit@dir+ctx, dir% (S_dir's share of the
 app) and w-ratio (the share of base weight on the faulty tokens over their share under flat
-weights; 3x at most for one diagnostic). Execution grounding is not combined here: that needs
-the scored mutants of `benchmarks/localization.py`.
+weights; 3x at most for one diagnostic).
+
+With `--grounded`, the same scripted judge is combined with execution grounding on the scored
+mutants of `benchmarks/localization.py` (its cache under `runs/localization/`; run that first
+with the same `--seeds`): for every caught mutant with a failed rubric, the judge writes one
+finding per failed rubric about the fault, and the mutant is localized four ways (grounded
+method): the execution diagnostics alone, the findings alone, both with each keeping its own
+spans (`judge.corroborate` off), and both under the stated combination
+(`evaluators/localize/corroborate.py`).
+
+  python benchmarks/judge_localization.py --grounded [--seeds 0 1 2 3 4 5 6]
 """
 
 from __future__ import annotations
@@ -111,12 +120,98 @@ def mutants(rows, seed: int) -> list[tuple[str, str, tuple[int, int]]]:
     return out
 
 
+COMBINED = ("execution alone", "judge alone", "both, union", "both, corroborated")
+
+
+def _with_findings(rec: dict, kind: str, rng: random.Random, g) -> dict | None:
+    """``rec`` with one scripted finding per failed rubric about its fault; None without a
+    failed rubric (a gate failure: the judge scores no rubric then)."""
+    failed = [r["id"] for r in rec.get("rubrics") or () if r.get("verdict") == "fail"]
+    if not failed:
+        return None
+    fault = tuple(rec["mutation"]["fault"])
+    found = []
+    for rid in failed:
+        f = finding(g, rec["response"], fault, kind, rng)
+        found.append({**f, "rubric_id": rid})
+    return {**rec, "diagnostics": [*(rec.get("diagnostics") or ()), *found]}
+
+
+def combined_rows(kept: list[dict], tasks, tok, seed: int) -> list[list]:
+    """Per judge noise and arm (``COMBINED``): hit@dir, hit@dir+ctx, dir% and w-ratio."""
+    from localization import measure as measure_record
+
+    from evaluators.contract import read_record
+    from evaluators.localize.rules import LocalizeConfig
+
+    union = LocalizeConfig({"judge.corroborate"})
+    noise = {"exact": "exact", "mixed p=0.5": 0.5, "wrong handler": "wrong handler"}
+    rng = random.Random(seed)
+    out = []
+    for label, how in noise.items():
+        per: dict[str, list[dict]] = {arm: [] for arm in COMBINED}
+        for rec in kept:
+            rec = read_record(rec)
+            ext = rec["extraction"]
+            g = build_graph(rec["response"], (ext["start"], ext["end"]))
+            kind = how if isinstance(how, str) else (
+                rng.choice(NOISY) if rng.random() < how else "exact")
+            both = _with_findings(rec, kind, rng, g)
+            if both is None:
+                continue
+            judged = {**both, "diagnostics": [d for d in both["diagnostics"]
+                                              if d["kind"] == "judge_finding"]}
+            ranges = token_char_ranges(rec["response"], tok)
+            task = tasks[rec["task_id"]]
+            for arm, r, cfg in (("execution alone", rec, LocalizeConfig()),
+                                ("judge alone", judged, LocalizeConfig()),
+                                ("both, union", both, union),
+                                ("both, corroborated", both, LocalizeConfig())):
+                per[arm].append(measure_record(r, task, "grounded", ranges, cfg))
+        for arm, ms in per.items():
+            n = max(1, len(ms))
+            out.append([label, arm, len(ms), f"{sum(m['hit_dir'] for m in ms) / n:.0%}",
+                        f"{sum(m['hit_all'] for m in ms) / n:.0%}",
+                        f"{statistics.fmean(m['dir_share'] for m in ms) if ms else 0:.1%}",
+                        f"{statistics.fmean(m['ratio'] for m in ms) if ms else 0:.2f}x"])
+    return out
+
+
+def grounded_main(seeds: list[int]) -> None:
+    """The ``--grounded`` table, over the localization benchmark's cached mutants."""
+    import localization as bench
+
+    t0 = time.perf_counter()
+    cfg = bench.BenchConfig(seeds=tuple(seeds))
+    tasks = load_tasks(DATA / "tasks.jsonl")
+    first = set(list(tasks)[:cfg.tasks])
+    rows = [r for m in cfg.models for r in load_responses(DATA / "answers" / f"{m}.jsonl", tasks)
+            if r["task_id"] in first]
+    originals = bench.score_cached(rows, tasks, cfg)
+    passing = [r for r in originals if bench.all_pass(r)]
+    mutants = bench.score_cached(bench.make_mutants(passing, cfg), tasks, cfg)
+    kept = [m for m in mutants if bench.caught(m)]
+    tok = train_tokenizer([r["response"] for r in originals])
+    print(f"Judge findings with execution grounding: {len(kept)} caught mutants of "
+          f"{', '.join(cfg.models)}, seeds {seeds} (mutants with a failed rubric count)\n")
+    print(table(["judge", "arm", "n", "hit@dir", "hit@dir+ctx", "dir%", "w-ratio"],
+                combined_rows(kept, tasks, tok, seeds[0])))
+    print(f"total {time.perf_counter() - t0:.0f} s")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=["gpt-4o", "kimi-k2"])
     ap.add_argument("--tasks", type=int, default=150)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--grounded", action="store_true",
+                    help="combine with execution grounding on benchmarks/localization.py's mutants")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0],
+                    help="with --grounded: the localization benchmark's seeds")
     a = ap.parse_args()
+    if a.grounded:
+        grounded_main(a.seeds)
+        return
     t0 = time.perf_counter()
     tasks = load_tasks(DATA / "tasks.jsonl")
     first = set(list(tasks)[:a.tasks])

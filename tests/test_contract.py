@@ -158,3 +158,47 @@ def test_no_reader_of_diagnostics_branches_on_their_message():
         REPO / "benchmarks" / "localization.py"]
     found = set().union(*(_message_reads(p) for p in files))
     assert found <= _MESSAGE_READS_ALLOWED, found - _MESSAGE_READS_ALLOWED
+
+
+_TEXT_TESTS = frozenset(("search", "match", "fullmatch", "findall", "finditer", "sub", "split",
+                         "startswith", "endswith", "find", "index", "count", "partition"))
+
+
+def _message_of(node) -> bool:
+    """Whether ``node`` reads a diagnostic's message: ``x["message"]``, ``x.get("message")``."""
+    if isinstance(node, ast.Subscript):
+        key = node.slice
+        return isinstance(key, ast.Constant) and key.value == "message"
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+        node.func.attr == "get" and bool(node.args) and \
+        isinstance(node.args[0], ast.Constant) and node.args[0].value == "message"
+
+
+def _message_matches(source: str) -> list[int]:
+    """Lines that compare a message or match it with a regular expression or a str method."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        parts = []
+        if isinstance(node, ast.Compare):
+            parts = [node.left, *node.comparators]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in _TEXT_TESTS:
+            parts = [node.func.value, *node.args]
+        if any(_message_of(n) for p in parts for n in ast.walk(p)):
+            out.append(node.lineno)
+    return out
+
+
+def test_no_localizer_or_benchmark_matches_message_text():
+    files = sorted((REPO / "evaluators" / "localize").glob("*.py")) + sorted(
+        (REPO / "benchmarks").glob("*.py"))
+    found = {p.relative_to(REPO).as_posix(): _message_matches(p.read_text(encoding="utf-8"))
+             for p in files}
+    assert {k: v for k, v in found.items() if v} == {}
+    # The check sees each form of a match on the message.
+    bad = ('import re\nif re.search("hang", d["message"]): pass\n'
+           'if d.get("message") == "x": pass\n'
+           'if d.get("message", "").startswith("uncaught"): pass\n'
+           'if "no element" in d["message"]: pass\n'
+           'why = d.get("message")\n')
+    assert _message_matches(bad) == [2, 3, 4, 5]

@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from evaluators.contract import read_record
+from evaluators.localize.corroborate import corroborate
 from evaluators.localize.graph import build_graph, find_html_region
 from evaluators.localize.rules import LocalizeConfig
 from evaluators.localize.spans import LOCALIZED_KINDS, Localization, localize
@@ -89,6 +90,7 @@ def localize_diagnostics(record: dict, method: str = "grounded", task=None,
                if graph is not None else Localization())
         d.update(loc.fields())
         d["weighted"] = counts_for_weights(record, d)
+    corroborate(diagnostics, rules.disabled_rules)
     _blame_load_exceptions(diagnostics)
     return diagnostics
 

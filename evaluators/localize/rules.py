@@ -65,6 +65,16 @@ def rule(rule_id: str, off: Any = None) -> Callable:
     return register
 
 
+def declare(rule_id: str, module: str, summary: str) -> str:
+    """Registers a rule that works across a record's diagnostics rather than on one case
+    (``corroborate``): it has an id, can be switched off, and names itself in the evidence
+    it writes, like the others. Returns the id."""
+    if rule_id in RULES:
+        raise ValueError(f"localization rule id {rule_id!r} registered twice")
+    RULES[rule_id] = Rule(rule_id, rule_id.split(".")[-1], module, summary)
+    return rule_id
+
+
 @dataclasses.dataclass(frozen=True)
 class LocalizeConfig:
     """Settings of localization.

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
+from evaluators.localize import corroborate as _corroborate  # noqa: F401  (its rule's id)
 from evaluators.localize.combine import Localization, Ops, merge_spans, subtract_spans
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.rules import RULES, LocalizeConfig, Rule

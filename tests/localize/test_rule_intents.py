@@ -738,7 +738,8 @@ def test_a_dispatching_rule_runs_its_rules(name):
 
 
 def test_every_rule_states_its_intent():
-    """Every registered rule has a row here or in `test_rule_table.py`, or runs others."""
+    """Every registered rule has a row here or in `test_rule_table.py`, runs others, or (for
+    a rule over a record's diagnostics) has its own test module."""
     import inspect
 
     from evaluators.localize.rules import RULES
@@ -746,5 +747,10 @@ def test_every_rule_states_its_intent():
 
     table = inspect.getsource(test_rule_table)
     stated = {r.rule for r in ROWS.values()} | set(DISPATCH)
+    # Rules over a record's diagnostics rather than one case, each with a module of intents.
+    from tests.localize import test_corroborate
+
+    assert test_corroborate.test_an_uncorroborated_quote_is_context_when_execution_blames_other_code
+    stated |= {"judge.corroborate"}
     stated |= {rid for rid in RULES if f'"{rid}"' in table}
     assert sorted(set(RULES) - stated) == []

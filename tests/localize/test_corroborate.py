@@ -1,0 +1,97 @@
+"""Judge findings beside execution evidence of the same rubric (``localize/corroborate.py``).
+
+Stated as intents over one app: which code ends up direct or context when a probe failure and
+a judge finding of one rubric blame the same code, or different code.
+"""
+
+from __future__ import annotations
+
+from evaluators.localize.api import localize_diagnostics
+from evaluators.localize.rules import LocalizeConfig
+from tests.localize.diags import probe_failure
+
+APP = """<span id="out">0</span><button id="go">go</button>
+<script>
+let total = 0;
+function add(x) { return x + 1; }
+function onGo() { total = add(total); show(); }
+function show() { document.getElementById('out').textContent = total * 2; }
+const colour = 'red';
+document.getElementById('go').addEventListener('click', onGo);
+</script>"""
+CHECK = {"expect": "text", "locator": "#out", "value": "1"}
+
+
+def _code(text: str) -> tuple[int, int]:
+    start = APP.index(text)
+    return start, start + len(text)
+
+
+def _judge(quote: str, rubric: str = "r") -> dict:
+    return {"kind": "judge_finding", "reason": "judge_finding", "stage": "rubric",
+            "severity": "severe", "message": "m", "rubric_id": rubric, "evidence_code": quote}
+
+
+def _localize(*diagnostics, cfg=LocalizeConfig()) -> list[dict]:
+    record = {"task_id": "t", "response": APP, "status": "ok", "diagnostics": list(diagnostics),
+              "extraction": {"start": 0, "end": len(APP), "method": "bare"}}
+    return localize_diagnostics(record, "text", rules=cfg)
+
+
+def _inside(code, spans) -> bool:
+    return any(s <= code[0] and code[1] <= e for s, e in spans)
+
+
+def _meets(code, spans) -> bool:
+    return any(s < code[1] and code[0] < e for s, e in spans)
+
+
+PROBE = probe_failure(CHECK, {"do": "click", "locator": "#go"})
+WRITE = "document.getElementById('out').textContent = total * 2;"
+
+
+def test_code_both_blame_is_direct_in_both():
+    probe, judge = _localize(PROBE, _judge("total = add(total);"))
+    quoted = _code("total = add(total);")
+    assert _inside(quoted, judge["s_dir"]) and _inside(quoted, probe["s_dir"])
+    # The probe blamed the handler onGo directly: the judge's quote inside it stays direct.
+    alone_probe, alone_judge = _localize(PROBE, _judge("total = add(total);"),
+                                         cfg=LocalizeConfig({"judge.corroborate"}))
+    assert _inside(quoted, alone_probe["s_dir"]) and _inside(quoted, alone_judge["s_dir"])
+
+
+def test_the_judges_context_that_execution_blames_directly_becomes_direct():
+    """The judge quotes show's write: its context (the function show) meets what the probe
+    blames directly, the write of the checked element."""
+    probe, judge = _localize(PROBE, _judge(WRITE))
+    assert _inside(_code(WRITE), judge["s_dir"]) and _inside(_code(WRITE), probe["s_dir"])
+
+
+def test_an_uncorroborated_quote_is_context_when_execution_blames_other_code():
+    colour = _code("const colour = 'red';")
+    off = _localize(PROBE, _judge("const colour = 'red';"),
+                    cfg=LocalizeConfig({"judge.corroborate"}))[1]
+    assert _inside(colour, off["s_dir"])  # alone, the quote is direct
+    probe, judge = _localize(PROBE, _judge("const colour = 'red';"))
+    assert not _meets(colour, judge["s_dir"]) and _inside(colour, judge["s_ctx"])
+    assert not _meets(colour, probe["s_dir"])
+    moved = [e for e in judge["evidence"] if e["rule"] == "judge.corroborate"]
+    assert [tuple(e["span"]) for e in moved] == [colour] and moved[0]["set"] == "ctx"
+
+
+def test_without_direct_execution_blame_the_judges_spans_stand():
+    """A finding of another rubric, or of a rubric whose failure blamed nothing directly, is
+    not changed."""
+    colour = _code("const colour = 'red';")
+    _, judge = _localize(PROBE, _judge("const colour = 'red';", rubric="other"))
+    assert _inside(colour, judge["s_dir"])
+    nothing = probe_failure({"expect": "text", "locator": "#absent", "value": "1"}, None)
+    _, judge = _localize(nothing, _judge("const colour = 'red';"))
+    assert _inside(colour, judge["s_dir"])
+
+
+def test_execution_blame_keeps_its_set():
+    probe_alone = _localize(PROBE)[0]
+    probe, _ = _localize(PROBE, _judge("const colour = 'red';"))
+    assert probe["s_dir"] == probe_alone["s_dir"]
+    assert probe["s_ctx"] == probe_alone["s_ctx"]
