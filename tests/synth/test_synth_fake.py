@@ -109,3 +109,16 @@ def test_the_pipeline_keeps_exactly_the_valid_drafts(tmp_path):
         == [("never-fails", "discriminates")]
     assert all(t["meta"]["provenance"]["model"] == "fake-drafter" for t in tasks)
     assert [json.loads(x)["task_id"] for x in refs.read_text().splitlines()] == [t["id"] for t in tasks]
+    # Training reads what synthesis wrote: the tasks through the tfds builder of a run, the
+    # references as its SFT responses.
+    from rcca_jax.train.config import DataConfig
+    from rcca_jax.train.data import load_task_data, read_sft_examples
+
+    cfg = DataConfig(source=str(out), eval_fraction=0.0, sft_source=str(refs))
+    data = load_task_data(cfg, tmp_path / "work")
+    assert sorted(data.train_ids) == sorted(kept_ids) and data.eval_ids == []
+    assert {t: data.tasks[t].rubrics[0].id for t in kept_ids} == {
+        t["id"]: t["rubrics"][0]["id"] for t in tasks}
+    examples, counts = read_sft_examples(cfg, data)
+    assert {(e.task_id, e.response) for e in examples} == {
+        (r["task_id"], r["response"]) for r in map(json.loads, refs.read_text().splitlines())}
