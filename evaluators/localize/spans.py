@@ -71,18 +71,24 @@ class Step:
         run: The step (a registered rule, or a thin step calling one): a generator function
             of the case whose operations the combiner applies.
         fallback: Runs only when the steps before it blamed nothing directly.
+        phase: What the step does, for the registry's listing (``reach``): ``rules`` (what
+            the diagnostic says), ``fallback``, ``grounding`` (execution facts confirm,
+            narrow or demote) or ``context``.
     """
 
     run: Callable[[_Case], Ops]
     fallback: bool = False
+    phase: str = "rules"
 
 
 Chain = tuple[Step, ...]
-_PROBE_TEXT: Chain = (Step(_probe_rules), Step(_probe_fallback, fallback=True),
-                      Step(_context_step))
+_PROBE_TEXT: Chain = (Step(_probe_rules), Step(_probe_fallback, True, "fallback"),
+                      Step(_context_step, phase="context"))
 # Grounding runs after the fallback: coverage confirms or demotes whatever the text found.
-_PROBE_GROUNDED: Chain = (Step(_probe_rules), Step(_probe_fallback, fallback=True),
-                          Step(_ground_step), Step(_definite_bugs_step), Step(_context_step))
+_PROBE_GROUNDED: Chain = (Step(_probe_rules), Step(_probe_fallback, True, "fallback"),
+                          Step(_ground_step, phase="grounding"),
+                          Step(_definite_bugs_step, phase="grounding"),
+                          Step(_context_step, phase="context"))
 _TEXT: dict[str, Chain] = {
     "probe_failure": _PROBE_TEXT, "page_error": (Step(_page_error_text),),
     "syntax_error": (Step(_syntax_error),), "runtime_failure": (Step(_runtime_failure),),

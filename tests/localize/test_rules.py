@@ -242,3 +242,16 @@ def test_a_plain_function_is_no_rule():
     with pytest.raises(TypeError, match="generator function"):
         rule("test.plain")(lambda c: None)
     assert "test.plain" not in RULES
+
+
+def test_every_rule_is_reached_by_a_chain():
+    """The registry lists where each rule runs (``reach``); a rule no chain step reaches is
+    dead, except the rules over a record's diagnostics (``declare``)."""
+    from evaluators.localize.reach import reach
+
+    where = reach()
+    assert where["probe.ground"] == {("grounded", "probe_failure", "grounding")}
+    assert ("naive", "probe_failure", "rules") in where["probe.naive_queries"]
+    assert ("text", "probe_failure", "fallback") in where["probe.naive_queries"]
+    assert {k for _, k, _ in where["errors.loops"]} == {"probe_failure", "runtime_failure"}
+    assert [rid for rid, w in where.items() if not w] == ["judge.corroborate"]
