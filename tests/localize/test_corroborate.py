@@ -9,16 +9,9 @@ from __future__ import annotations
 from evaluators.localize.api import localize_diagnostics
 from evaluators.localize.rules import LocalizeConfig
 from tests.localize.diags import probe_failure
+from tests.localize.test_rule_intents import CALLER
 
-APP = """<span id="out">0</span><button id="go">go</button>
-<script>
-let total = 0;
-function add(x) { return x + 1; }
-function onGo() { total = add(total); show(); }
-function show() { document.getElementById('out').textContent = total * 2; }
-const colour = 'red';
-document.getElementById('go').addEventListener('click', onGo);
-</script>"""
+APP = CALLER  # a handler calling a writer of #out, and an unrelated constant
 CHECK = {"expect": "text", "locator": "#out", "value": "1"}
 
 
