@@ -44,7 +44,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from evaluators.synth.faults import FAULTS  # noqa: E402
+from evaluators.synth.faults import FAULTS, Mutation  # noqa: E402
 from localization import DATA, train_tokenizer  # noqa: E402
 
 from evaluators.checks.extract import extract_app  # noqa: E402
@@ -129,7 +129,7 @@ def _with_findings(rec: dict, kind: str, rng: random.Random, g) -> dict | None:
     failed = [r["id"] for r in rec.get("rubrics") or () if r.get("verdict") == "fail"]
     if not failed:
         return None
-    fault = tuple(rec["mutation"]["fault"])
+    fault = Mutation(**rec["mutation"]).fault
     found = []
     for rid in failed:
         f = finding(g, rec["response"], fault, kind, rng)

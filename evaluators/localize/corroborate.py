@@ -10,10 +10,16 @@ diagnostic of the record is localized. The rule (id ``judge.corroborate``, switc
   (S_dir or S_ctx) stays direct, and the part of the other's context it covers becomes direct
   there too, so the corroborated tokens carry two direct blames (``WeightConfig`` accumulates
   them up to its cap);
-- code only the judge blames directly moves to the judge's context when execution blamed some
-  code directly: execution facts (a stack, coverage, a slice) outrank a quote they do not
-  support. Without direct execution blame the judge's spans stand as they are;
+- code the judge blames directly only by a name (a handler it named, when its quote was not
+  found in the app) moves to the judge's context when execution blamed some code directly and
+  none of it: execution facts (a stack, coverage, a slice) outrank a name they do not support.
+  Code the judge quoted, found in the app, stays direct: the quote is evidence of its own, and
+  it is right where execution missed. Without direct execution blame the judge's spans stand;
 - code only execution blames keeps its set.
+
+Measured with `python benchmarks/judge_localization.py --grounded` (the localization
+benchmark's mutants; README): demoting every uncorroborated direct span, quotes included,
+lost the mutants where the judge quoted the fault and execution blamed elsewhere.
 
 Spans are compared whole (a judge's statement is kept direct if it meets any execution span),
 so a quote is never cut into pieces. Every change is recorded in the diagnostic's evidence
@@ -27,8 +33,7 @@ from evaluators.localize.rules import declare
 
 RULE = declare("judge.corroborate", __name__, (
     "Code a judge finding and the execution evidence of the same rubric both blame is direct "
-    "in both; the judge's uncorroborated direct blame is context when execution blamed code "
-    "directly."))
+    "in both; a handler the judge only named is context when execution blamed other code."))
 _EXECUTION = frozenset(("probe_failure", "page_error"))
 
 Span = tuple[int, int]
@@ -84,18 +89,27 @@ def corroborate(diagnostics: list[dict], disabled: frozenset[str] = frozenset())
             _combine(judged, executed)
 
 
+def _named_only(d: dict, span: Span) -> bool:
+    """Whether every direct blame of ``span`` in ``d`` came from a name the judge gave (rule
+    ``judge.named_code``), none from a quote found in the app."""
+    rules = {e.get("rule") for e in d.get("evidence") or () if e.get("set") == "dir"
+             and _meets(span, [tuple(e["span"])])}
+    return rules == {"judge.named_code"}
+
+
 def _combine(judged: list[dict], executed: list[dict]) -> None:
     e_dir = merge_spans(s for d in executed for s in _spans(d, "s_dir"))
     e_all = merge_spans([*e_dir, *(s for d in executed for s in _spans(d, "s_ctx"))])
     j_dir = merge_spans(s for d in judged for s in _spans(d, "s_dir"))
     for d in judged:
         own_dir, own_ctx = _spans(d, "s_dir"), _spans(d, "s_ctx")
-        alone = [s for s in own_dir if not _meets(s, e_all)] if e_dir else []
+        alone = [s for s in own_dir if not _meets(s, e_all) and _named_only(d, s)] \
+            if e_dir else []
         kept = [s for s in own_dir if s not in alone]
         promoted = [s for s in _intersect(own_ctx, e_dir) if s not in kept]
         _set(d, kept + promoted, own_ctx + alone)
-        _evidence(d, alone, "ctx", "only the judge blames it; execution evidence of the same "
-                  "rubric blames other code directly")
+        _evidence(d, alone, "ctx", "only a name the judge gave blames it; execution evidence "
+                  "of the same rubric blames other code directly")
         _evidence(d, promoted, "dir", "the judge's context that execution blames directly")
     for d in executed:
         own_dir, own_ctx = _spans(d, "s_dir"), _spans(d, "s_ctx")

@@ -11,7 +11,9 @@ from evaluators.localize.rules import LocalizeConfig
 from tests.localize.diags import probe_failure
 from tests.localize.test_rule_intents import CALLER
 
-APP = CALLER  # a handler calling a writer of #out, and an unrelated constant
+# A handler calling a writer of #out, an unrelated constant, and a function nothing calls.
+TINT = "function tint() { document.body.style.color = colour; }"
+APP = CALLER.replace("const colour = 'red';", "const colour = 'red';\n" + TINT)
 CHECK = {"expect": "text", "locator": "#out", "value": "1"}
 
 
@@ -20,9 +22,10 @@ def _code(text: str) -> tuple[int, int]:
     return start, start + len(text)
 
 
-def _judge(quote: str, rubric: str = "r") -> dict:
+def _judge(quote: str, rubric: str = "r", handler: str | None = None) -> dict:
     return {"kind": "judge_finding", "reason": "judge_finding", "stage": "rubric",
-            "severity": "severe", "message": "m", "rubric_id": rubric, "evidence_code": quote}
+            "severity": "severe", "message": "m", "rubric_id": rubric, "evidence_code": quote,
+            "handler": handler}
 
 
 def _localize(*diagnostics, cfg=LocalizeConfig()) -> list[dict]:
@@ -60,16 +63,26 @@ def test_the_judges_context_that_execution_blames_directly_becomes_direct():
     assert _inside(_code(WRITE), judge["s_dir"]) and _inside(_code(WRITE), probe["s_dir"])
 
 
-def test_an_uncorroborated_quote_is_context_when_execution_blames_other_code():
-    colour = _code("const colour = 'red';")
-    off = _localize(PROBE, _judge("const colour = 'red';"),
-                    cfg=LocalizeConfig({"judge.corroborate"}))[1]
-    assert _inside(colour, off["s_dir"])  # alone, the quote is direct
-    probe, judge = _localize(PROBE, _judge("const colour = 'red';"))
-    assert not _meets(colour, judge["s_dir"]) and _inside(colour, judge["s_ctx"])
-    assert not _meets(colour, probe["s_dir"])
+def test_a_handler_only_named_is_context_when_execution_blames_other_code():
+    """The quote is not in the app, so the named handler is the judge's only pointer (direct
+    alone); execution blamed other code directly and none of tint: tint becomes context."""
+    tint = _code(TINT)
+    finding = _judge("repaint(everything);", handler="tint")
+    off = _localize(PROBE, finding, cfg=LocalizeConfig({"judge.corroborate"}))[1]
+    assert _inside(tint, off["s_dir"])  # alone, the named handler is direct
+    probe, judge = _localize(PROBE, finding)
+    assert not _meets(tint, judge["s_dir"]) and _inside(tint, judge["s_ctx"])
+    assert not _meets(tint, probe["s_dir"])
     moved = [e for e in judge["evidence"] if e["rule"] == "judge.corroborate"]
-    assert [tuple(e["span"]) for e in moved] == [colour] and moved[0]["set"] == "ctx"
+    assert [tuple(e["span"]) for e in moved] == [tint] and moved[0]["set"] == "ctx"
+
+
+def test_a_quote_found_in_the_app_stays_direct_without_execution_support():
+    """A quote is evidence of its own: where execution blamed other code, it is still direct."""
+    colour = _code("const colour = 'red';")
+    _, judge = _localize(PROBE, _judge("const colour = 'red';"))
+    assert _inside(colour, judge["s_dir"])
+    assert not any(e["rule"] == "judge.corroborate" for e in judge["evidence"])
 
 
 def test_without_direct_execution_blame_the_judges_spans_stand():

@@ -750,7 +750,7 @@ def test_every_rule_states_its_intent():
     # Rules over a record's diagnostics rather than one case, each with a module of intents.
     from tests.localize import test_corroborate
 
-    assert test_corroborate.test_an_uncorroborated_quote_is_context_when_execution_blames_other_code
+    assert test_corroborate.test_a_handler_only_named_is_context_when_execution_blames_other_code
     stated |= {"judge.corroborate"}
     stated |= {rid for rid in RULES if f'"{rid}"' in table}
     assert sorted(set(RULES) - stated) == []
