@@ -29,6 +29,11 @@ spans (`judge.corroborate` off), and both under the stated combination
 (`evaluators/localize/corroborate.py`).
 
   python benchmarks/judge_localization.py --grounded [--seeds 0 1 2 3 4 5 6]
+
+Measured with `--grounded --seeds 1 2 3` (93 mutants; seed 0 was used to revise the rule),
+hit@dir / w-ratio: exact quotes: execution 89% / 2.91x, judge 100% / 3.42x, union 100% /
+3.29x, corroborated 100% / 3.29x; half noisy: union 96% / 3.07x, corroborated 96% / 3.08x;
+a wrong name: union 89% / 2.33x (S_dir 23.4%), corroborated 89% / 2.46x (S_dir 16.1%).
 """
 
 from __future__ import annotations
