@@ -21,9 +21,9 @@ Measured with `python benchmarks/judge_localization.py --grounded` (the localiza
 benchmark's mutants; README): demoting every uncorroborated direct span, quotes included,
 lost the mutants where the judge quoted the fault and execution blamed elsewhere.
 
-Spans are compared whole (a judge's statement is kept direct if it meets any execution span),
-so a quote is never cut into pieces. Every change is recorded in the diagnostic's evidence
-with the rule id.
+Spans are compared whole (a named handler stays direct if it meets any execution span), so no
+blame is cut into pieces. Every change is recorded in the diagnostic's evidence with the rule
+id.
 """
 
 from __future__ import annotations

@@ -43,24 +43,29 @@ def _meets(code, spans) -> bool:
 
 
 PROBE = probe_failure(CHECK, {"do": "click", "locator": "#go"})
-WRITE = "document.getElementById('out').textContent = total * 2;"
 
 
-def test_code_both_blame_is_direct_in_both():
-    probe, judge = _localize(PROBE, _judge("total = add(total);"))
-    quoted = _code("total = add(total);")
-    assert _inside(quoted, judge["s_dir"]) and _inside(quoted, probe["s_dir"])
-    # The probe blamed the handler onGo directly: the judge's quote inside it stays direct.
-    alone_probe, alone_judge = _localize(PROBE, _judge("total = add(total);"),
-                                         cfg=LocalizeConfig({"judge.corroborate"}))
-    assert _inside(quoted, alone_probe["s_dir"]) and _inside(quoted, alone_judge["s_dir"])
+def test_the_failures_context_that_the_judge_quotes_becomes_direct():
+    """add is a callee of the blamed handler: context of the probe failure. The judge quotes
+    its body: with the rule, the probe failure blames it directly too."""
+    body = _code("return x + 1;")
+    off, _ = _localize(PROBE, _judge("return x + 1;"), cfg=LocalizeConfig({"judge.corroborate"}))
+    assert _inside(body, off["s_ctx"]) and not _meets(body, off["s_dir"])
+    probe, judge = _localize(PROBE, _judge("return x + 1;"))
+    assert _inside(body, probe["s_dir"]) and _inside(body, judge["s_dir"])
+    assert any(e["rule"] == "judge.corroborate" and tuple(e["span"]) == body
+               for e in probe["evidence"])
 
 
 def test_the_judges_context_that_execution_blames_directly_becomes_direct():
-    """The judge quotes show's write: its context (the function show) meets what the probe
-    blames directly, the write of the checked element."""
-    probe, judge = _localize(PROBE, _judge(WRITE))
-    assert _inside(_code(WRITE), judge["s_dir"]) and _inside(_code(WRITE), probe["s_dir"])
+    """The judge quotes ``show();``: its context is the handler onGo, which the probe failure
+    blames directly, so the judge's finding blames onGo directly too."""
+    on_go = _code("function onGo() { total = add(total); show(); }")
+    _, off = _localize(PROBE, _judge("show();"), cfg=LocalizeConfig({"judge.corroborate"}))
+    assert not _inside(on_go, off["s_dir"])  # alone: the quote direct, onGo its context
+    assert _meets(on_go, off["s_ctx"])
+    _, judge = _localize(PROBE, _judge("show();"))
+    assert _inside(on_go, judge["s_dir"])
 
 
 def test_a_handler_only_named_is_context_when_execution_blames_other_code():
