@@ -126,7 +126,7 @@ class JsException:
 
     @classmethod
     def from_report(cls, name: str | None, message: str | None) -> "JsException":
-        name, message = str(name or "Error"), str(message or "")
+        name, message = exception_name(name), str(message or "")
         null = _NULL_READ.search(message)
         item = _UNDEFINED_ITEM.search(message)
         unbound = _UNBOUND.search(message)
@@ -153,6 +153,14 @@ class JsException:
             if k not in obj:
                 raise ValueError(f"field 'exception': missing field {k!r}")
         return cls(**{**obj, "thrown": tuple(obj.get("thrown") or ())})
+
+
+def exception_name(name: str | None) -> str:
+    """The constructor name of a reported exception. Where Chromium reports an error it
+    could not take apart (some thrown inside a library, or rejected promises), the name
+    comes with its report's prefix (``Uncaught TypeError``, ``Uncaught (in promise) Error``):
+    the prefix says how it surfaced, not what it is, and is dropped."""
+    return re.sub(r"^Uncaught\s+(?:\(in promise\)\s*)?", "", str(name or "").strip()) or "Error"
 
 
 def _thrown_texts(name: str, message: str) -> tuple[str, ...]:

@@ -202,3 +202,14 @@ def test_no_localizer_or_benchmark_matches_message_text():
            'if "no element" in d["message"]: pass\n'
            'why = d.get("message")\n')
     assert _message_matches(bad) == [2, 3, 4, 5]
+
+
+def test_exception_names_drop_the_report_prefix():
+    from evaluators.contract import JsException, exception_name
+
+    assert exception_name("Uncaught TypeError") == "TypeError"
+    assert exception_name("Uncaught (in promise) RangeError") == "RangeError"
+    assert exception_name("ReferenceError") == "ReferenceError"
+    assert exception_name(None) == exception_name("") == "Error"
+    assert JsException.from_report("Uncaught TypeError", "e.f is not a function").name == \
+        "TypeError"

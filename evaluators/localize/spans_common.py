@@ -17,7 +17,7 @@ import functools
 import re
 from typing import Iterable, Sequence
 
-from evaluators.contract import Reason
+from evaluators.contract import Reason, exception_name
 from evaluators.localize.combine import (  # noqa: F401  (re-exported to the rule modules)
     Blame, Combiner, Demote, Drop, Localization, Ops, merge_spans, subtract_spans,
 )
@@ -381,9 +381,10 @@ def _step_checks(step: dict, probe: dict | None, index: int | None) -> list[tupl
 
 def exception_of(d: dict) -> dict:
     """The fields of a diagnostic's thrown exception (`evaluators.contract.JsException`);
-    {} when it has none."""
+    {} when it has none. The name is read through `exception_name`, so records written
+    before names were normalised read the same."""
     e = d.get("exception")
-    return e if isinstance(e, dict) else {}
+    return {**e, "name": exception_name(e.get("name"))} if isinstance(e, dict) else {}
 
 
 def _failure(g: CodeGraph, d: dict, probe: dict | None) -> _Failure:

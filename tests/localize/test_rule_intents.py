@@ -754,3 +754,15 @@ def test_every_rule_states_its_intent():
     stated |= {"judge.corroborate"}
     stated |= {rid for rid in RULES if f'"{rid}"' in table}
     assert sorted(set(RULES) - stated) == []
+
+
+def test_an_exception_name_with_its_report_prefix_reads_as_the_constructor_name():
+    # Records written before names were normalised hold Chromium's prefix for errors it
+    # could not take apart (a TypeError thrown inside a library): the rule still sees one.
+    row = ROWS["an element of the wrong kind handed to a library"]
+    old = dict(row.diagnostic, exception={**row.diagnostic["exception"],
+                                          "name": "Uncaught TypeError"})
+    box = _code(row.app, "const box = document.getElementById('n');")
+    for diag in (row.diagnostic, old):
+        loc = localize(build_graph(row.app), diag, row.method)
+        assert _overlaps(box, _by(loc, "errors.library_arguments", "dir"))
