@@ -35,17 +35,23 @@ def _task(*probes: dict) -> dict:
     return {"t": parse_task({"id": "t", "prompt": "counter", "rubrics": rubrics})}
 
 
-def _score(tasks: dict, cfg: EvalConfig = CFG) -> tuple[dict, int]:
-    """(record, pages served) for the correct counter app under `tasks`' task."""
+def _scored(responses: list[str], tasks: dict, cfg: EvalConfig) -> tuple[list[dict], int]:
+    """(records, pages served) of `responses` to task "t", scored side by side in one browser."""
     async def run():
         worker = await BrowserWorker(cfg.browser, make_mirror(cfg)).start()
         try:
-            (rec,) = await score_rows_async([{"task_id": "t", "response": GOOD["response"]}],
-                                            tasks, cfg, worker=worker)
-            return rec, worker.pages_served
+            recs = await score_rows_async([{"task_id": "t", "response": r} for r in responses],
+                                          tasks, cfg, worker=worker)
+            return recs, worker.pages_served
         finally:
             await worker.close()
     return asyncio.run(run())
+
+
+def _score(tasks: dict, cfg: EvalConfig = CFG) -> tuple[dict, int]:
+    """(record, pages served) for the correct counter app under `tasks`' task."""
+    (rec,), pages = _scored([GOOD["response"]], tasks, cfg)
+    return rec, pages
 
 
 def test_timeouts_beside_other_pages_run_again_alone():
@@ -157,3 +163,67 @@ def test_pages_open_together_are_marked_shared():
         finally:
             await worker.close()
     assert asyncio.run(run()) is False
+
+
+# Answers nothing from just after load on: gate E fails as a hang wherever it runs.
+HUNG = GOOD["response"].replace(
+    "</body>", "<script>addEventListener('load', () => setTimeout(() => { for (;;) {} }, 0));"
+    "</script></body>")
+HANG_CFG = dataclasses.replace(CFG, browser=dataclasses.replace(
+    CFG.browser, hang_timeout_ms=2000, probe_time_limit_ms=6000))
+
+
+def _score_rows(responses: list[str], cfg: EvalConfig = HANG_CFG) -> tuple[list[dict], int]:
+    return _scored(responses, _task(FAST), cfg)
+
+
+def test_a_gate_timed_out_beside_other_pages_is_decided_again_alone():
+    assert "</body>" in GOOD["response"]
+    (hung, good), pages = _score_rows([HUNG, GOOD["response"]])
+    assert good["gate"] is None and "runtime_rerun" not in good
+    # Hung beside the other app's page, then hung alone too: the second decision stands.
+    assert hung["gate"] == "runtime" and hung["reward"] == 0.1
+    assert hung["runtime_rerun"] == {
+        "reason": "timed out while other pages shared the CPU; decided again alone",
+        "first_message": "the page stopped answering after load (no reply in 2000 ms)"}
+    assert hung["diagnostics"][0]["reason"] == "hang"
+    assert pages == 3  # each app's probe page, then the hung app's gate page alone
+    schema = json.loads((EXAMPLES.parent / "schema" / "result.schema.json").read_text())
+    assert jsonschema.Draft202012Validator(schema).is_valid(hung)
+    bad = {**hung, "runtime_rerun": {**hung["runtime_rerun"], "why": "undocumented"}}
+    assert not jsonschema.Draft202012Validator(schema).is_valid(bad)
+
+
+def test_a_gate_timed_out_alone_is_not_decided_again():
+    (hung,), pages = _score_rows([HUNG])
+    assert hung["gate"] == "runtime" and "runtime_rerun" not in hung and pages == 1
+
+
+def test_no_gate_rerun_when_switched_off():
+    cfg = dataclasses.replace(HANG_CFG, browser=dataclasses.replace(
+        HANG_CFG.browser, rerun_contended_timeouts=False))
+    (hung, _), pages = _score_rows([HUNG, GOOD["response"]], cfg)
+    assert hung["gate"] == "runtime" and "runtime_rerun" not in hung and pages == 2
+
+
+def test_a_gate_that_passes_alone_stands_and_the_first_probe_runs_afresh(monkeypatch):
+    # Starvation cannot be staged deterministically, so the decision alone is made on the
+    # calm app (as a starved page would have been, given the CPU): the gate passes, and the
+    # probe that was stopped at the failed gate runs again on a page of its own.
+    from evaluators.checks import score
+
+    real = score.check_runtime
+
+    async def calm_when_alone(worker, extraction, cfg, frames, alone=False):
+        if alone:
+            extraction = dataclasses.replace(extraction, code=score.extract_app(
+                GOOD["response"]).code)
+        return await real(worker, extraction, cfg, frames, alone)
+
+    monkeypatch.setattr(score, "check_runtime", calm_when_alone)
+    (hung, good), pages = _score_rows([HUNG, GOOD["response"]])
+    assert hung["gate"] is None and hung["runtime_rerun"]["first_message"].startswith(
+        "the page stopped answering")
+    (verdict,) = hung["rubrics"]
+    assert verdict["verdict"] == "fail"  # the probe itself meets the real, hung app
+    assert pages == 4  # two probe pages, the gate alone, the first probe afresh

@@ -42,6 +42,9 @@ class RuntimeGate:
     def __init__(self, cfg: EvalConfig, frames: Frames):
         self.cfg, self.frames = cfg, frames
         self.result: asyncio.Future = asyncio.get_running_loop().create_future()
+        # Failed by a time limit (load, hang) while other pages of the browser were open:
+        # the page may only have been starved of CPU (see `_decide_runtime`).
+        self.contended_timeout = False
 
     @property
     def decided(self) -> bool:
@@ -83,6 +86,7 @@ class RuntimeGate:
             reason, cause = Reason.UNCAUGHT_AT_LOAD, diags[0]
         diags.extend(watch_diagnostics(watch, "runtime", None))
         if failure is not None:
+            self.contended_timeout = watch.hung and watch.shared and not watch.crashed
             gate = Diagnostic(kind="runtime_failure", reason=reason or Reason.LOAD_FAILED,
                               stage="runtime", severity="severe", message=failure).to_json()
             diags.insert(0, caused(gate, cause))
@@ -96,15 +100,15 @@ class RuntimeGate:
 
 
 async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: EvalConfig,
-                        frames: Frames) -> tuple[bool, list[dict]]:
-    """Gate E on a page of its own (for a response none of whose rubrics has a probe).
+                        frames: Frames, alone: bool = False) -> RuntimeGate:
+    """Gate E on a page of its own (for a response none of whose rubrics has a probe, and
+    for a gate decided again alone), returned decided.
 
-    Returns:
-      (passed, diagnostics).
+    With `alone`, no other page of the browser is open while it is decided.
     """
     b = cfg.browser
     gate = RuntimeGate(cfg, frames)
-    async with worker.page(extraction.code) as (page, watch, _):
+    async with worker.page(extraction.code, alone=alone) as (page, watch, _):
         try:
             await load_app(page, watch, b.load_timeout_ms)
         except LeftWhileLoading as e:
@@ -117,7 +121,7 @@ async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: Eval
                                f"({str(e).splitlines()[0][:200]})", Reason.LOAD_FAILED)
         if not gate.decided:
             await gate.after_load(page, watch)
-    return gate.result.result()
+    return gate
 
 
 def _verdict(rubric: Rubric, verdict: str, **kw) -> dict:
@@ -441,20 +445,8 @@ async def score_response(worker: BrowserWorker, task: Task, response: str,
         return _record(task, extraction, gate, _not_run(task, gate), diags, timings, cfg)
 
     t = time.perf_counter()
-    first = _gate_rubric(task)
-    first_run = None
-    if first is None:
-        ok, runtime_diags = await check_runtime(worker, extraction, cfg, frames)
-    else:
-        runtime_gate = RuntimeGate(cfg, frames)
-        first_run = asyncio.ensure_future(
-            run_rubric(worker, task.rubrics[first], extraction, cfg, frames, runtime_gate))
-        try:
-            ok, runtime_diags = await runtime_gate.result
-        except BaseException:
-            first_run.cancel()
-            await asyncio.gather(first_run, return_exceptions=True)
-            raise
+    ok, runtime_diags, first_run, gate_rerun = await _decide_runtime(worker, task, extraction,
+                                                                     cfg, frames)
     timings["runtime_ms"] = round((time.perf_counter() - t) * 1000, 1)
     diags.extend(runtime_diags)
     if not ok:
@@ -462,9 +454,11 @@ async def score_response(worker: BrowserWorker, task: Task, response: str,
         if not cfg.run_rubrics_after_gate_failure:
             if first_run is not None:
                 await first_run  # stopped at the gate: it returns at once
-            return _record(task, extraction, gate, _not_run(task, gate), diags, timings, cfg)
+            return _record(task, extraction, gate, _not_run(task, gate), diags, timings, cfg,
+                           gate_rerun)
 
     t = time.perf_counter()
+    first = _gate_rubric(task) if first_run is not None else None
     results = await asyncio.gather(*(
         first_run if i == first else run_rubric(worker, r, extraction, cfg, frames)
         for i, r in enumerate(task.rubrics)))
@@ -484,7 +478,51 @@ async def score_response(worker: BrowserWorker, task: Task, response: str,
             severity="severe", rubric_id=rid,
             message="uncaught exception during an interaction step of a core rubric").to_json(),
             cause))
-    return _record(task, extraction, gate, rubrics, diags, timings, cfg)
+    return _record(task, extraction, gate, rubrics, diags, timings, cfg, gate_rerun)
+
+
+async def _decide_runtime(worker: BrowserWorker, task: Task, extraction: Extraction,
+                          cfg: EvalConfig, frames: Frames):
+    """Gate E: on the first probe's page (which then goes on), or on a page of its own.
+
+    A gate failed by a time limit while other pages shared the CPU is decided once more,
+    alone, and that decision stands (as a probe's contended timeout is run again): a load
+    or answer time-out under starvation says more about the evaluator's concurrency than
+    about the app, and a real hang or an app that never loads fails alone too.
+
+    Returns:
+      (passed, diagnostics, the first probe's run still going or None, the rerun's record
+      or None).
+    """
+    first = _gate_rubric(task)
+    first_run = None
+    if first is None:
+        gate = await check_runtime(worker, extraction, cfg, frames)
+    else:
+        gate = RuntimeGate(cfg, frames)
+        first_run = asyncio.ensure_future(
+            run_rubric(worker, task.rubrics[first], extraction, cfg, frames, gate))
+        try:
+            await gate.result
+        except BaseException:
+            first_run.cancel()
+            await asyncio.gather(first_run, return_exceptions=True)
+            raise
+    ok, diags = gate.result.result()
+    if ok or not gate.contended_timeout or not cfg.browser.rerun_contended_timeouts:
+        return ok, diags, first_run, None
+    if first_run is not None:
+        # Its page was the starved one: the probe runs afresh (if it runs at all) rather
+        # than keep a verdict from that page. Stopped at the gate, it ends at once.
+        if cfg.run_rubrics_after_gate_failure:
+            first_run.cancel()
+        await asyncio.gather(first_run, return_exceptions=True)
+        first_run = None
+    again = await check_runtime(worker, extraction, cfg, frames, alone=True)
+    ok2, diags2 = again.result.result()
+    rerun = {"reason": "timed out while other pages shared the CPU; decided again alone",
+             "first_message": diags[0]["message"]}
+    return ok2, diags2, first_run, rerun
 
 
 async def _rerun_contended(worker: BrowserWorker, task: Task, results: list[ProbeOutcome],
@@ -513,10 +551,12 @@ async def _rerun_contended(worker: BrowserWorker, task: Task, results: list[Prob
 
 
 def _record(task: Task, extraction: Extraction | None, gate: str | None, rubrics: list[dict],
-            diags: list[dict], timings: dict, cfg: EvalConfig) -> dict:
+            diags: list[dict], timings: dict, cfg: EvalConfig,
+            gate_rerun: dict | None = None) -> dict:
     counts = {v: sum(r["verdict"] == v for r in rubrics) for v in ("pass", "fail", "error", "unjudged")}
     link_causes(diags)
-    return {
+    extra = {} if gate_rerun is None else {"runtime_rerun": gate_rerun}
+    return {**extra,
         "reward": round(gated_reward(gate, rubrics, cfg.reward), 6),
         "gate": gate,
         "status": "ok",

@@ -57,6 +57,8 @@ class Pending:
     submitted: float
     queue_depth: int
     localize: bool = True
+    # Row i's record is the fleet's record `shared[i]`: identical rows are scored once.
+    shared: list[int] | None = None
 
 
 def response_text(tokenizer, ids: Sequence[int]) -> tuple[str, bool]:
@@ -122,26 +124,40 @@ class Fleet:
                localize: bool = True) -> Pending:
         """Hands rows to the fleet; blocks only while the fleet's queue is full.
 
-        `localize` False (evaluation) scores without localizing: flat weights.
+        Identical rows (same task, same sampled ids) are sent once and share one record:
+        a GRPO group often holds the same answer several times, and scoring it once both
+        saves the browser's time and gives it one verdict by construction (two scorings of
+        one app may differ where a verdict depends on timing). `localize` False
+        (evaluation) scores without localizing: flat weights.
         """
-        rows, aligned = [], []
-        for i, (tid, ids) in enumerate(zip(task_ids, response_ids)):
+        rows, aligned, shared, first = [], [], [], {}
+        for tid, ids in zip(task_ids, response_ids):
+            key = (tid, tuple(int(x) for x in ids))
             text, ok = response_text(self.tokenizer, ids)
-            row = {"task_id": tid, "response": text, "rollout": i}
-            if ok and localize and self.method is not None and self.localizer is not None:
-                row["token_ids"] = [int(x) for x in ids]  # the worker localizes this row
-            rows.append(row)
             aligned.append(ok)
+            if key in first:
+                shared.append(first[key])
+                continue
+            first[key] = len(rows)
+            shared.append(len(rows))
+            row = {"task_id": tid, "response": text, "rollout": len(rows)}
+            if ok and localize and self.method is not None and self.localizer is not None:
+                row["token_ids"] = list(key[1])  # the worker localizes this row
+            rows.append(row)
         depth = self._depth()
         t0 = time.perf_counter()
         handle = self._submit(rows)
-        return Pending([list(x) for x in response_ids], aligned, handle, t0, depth, localize)
+        return Pending([list(x) for x in response_ids], aligned, handle, t0, depth, localize,
+                       shared)
 
     def collect(self, pending: Pending) -> Scored:
         """Waits for a submitted part; returns its rewards and base weights."""
         t_wait = time.perf_counter()
         records = self._collect(pending.handle)
         done = time.perf_counter()
+        if pending.shared is not None:
+            records = [{**records[j], "rollout": i} | ({} if i == j else {"shared_with": j})
+                       for i, j in enumerate(pending.shared)]
         n = len(records)
         rewards = np.zeros(n, np.float32)
         valid = np.zeros(n, bool)

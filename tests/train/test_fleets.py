@@ -69,3 +69,25 @@ def test_fleet_scores_and_weighs(setup, backend, monkeypatch):
     assert all("token_ids" not in r for r in scored.records)
     assert all(len(r["weights_base"]) == len(t) for r, t in zip(scored.records, good + broken))
     assert "localization" not in flat.records[0]  # plain GRPO: the workers were not asked
+
+
+@pytest.mark.browser
+def test_identical_rows_of_a_part_are_scored_once_and_share_the_record(setup):
+    tasks, ids, tok, good, broken = setup
+    scoring = EvalConfig(browser=BrowserConfig(pages_per_worker=2, probe_time_limit_ms=10000))
+    fleet = FLEETS["local"](tasks, EvaluatorConfig(workers=1, scoring=scoring), tok, "grounded")
+    sent: list[int] = []
+    submit = fleet._submit
+    fleet._submit = lambda rows: sent.append(len(rows)) or submit(rows)
+    try:
+        # A group of four answers to one task, three of them the same sampled ids.
+        scored = fleet.score([ids[0]] * 4, [good[0], broken[0], good[0], good[0]])
+    finally:
+        fleet.close()
+    assert sent == [2]
+    assert list(scored.rewards) == [1.0, scored.rewards[1], 1.0, 1.0] and scored.rewards[1] < 1
+    assert [r["rollout"] for r in scored.records] == [0, 1, 2, 3]
+    assert [r.get("shared_with") for r in scored.records] == [None, None, 0, 0]
+    assert scored.records[2]["rubrics"] == scored.records[0]["rubrics"]
+    for i in (2, 3):
+        assert (scored.weights_base[i] == scored.weights_base[0]).all()
