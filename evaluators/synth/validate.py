@@ -15,9 +15,10 @@ Checks, in order (each dropped draft or probe names the first that failed; `CHEC
    tests how the code is written, and its rubric becomes judge-only.
 5. `discriminates`: each probe fails on at least one single-fault mutant of the reference
    (`synth.faults`: the script faults of the localization benchmark and the markup faults,
-   one site per kind, up to `mutants`; the first `first_mutants` are scored with every probe,
-   the rest only with the probes none of those failed); one that never fails tests nothing,
-   and its rubric becomes judge-only.
+   one site per kind, up to `mutants`, scored in rounds of `mutant_rounds`: the first round
+   with every probe, each later one only with the probes no earlier mutant failed, since one
+   failure is all the check needs); one that never fails tests nothing, and its rubric
+   becomes judge-only.
 6. `probes_left`: a task keeps at least one probe; otherwise it is dropped.
 
 An evaluator failure on any of these rows (`status: error`) is never held against a draft:
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import random
 from typing import Iterable
 
@@ -47,16 +49,24 @@ class ValidateConfig:
     """Attributes:
       runs: times the reference is scored (flakiness).
       mutants: most single-fault mutants per draft.
-      first_mutants: mutants scored with every probe before the rest (see check 4).
+      mutant_rounds: mutants each round adds (check 5); the first round runs every probe,
+        later ones only the probes still undecided. Most probes fail on one of the first two
+        mutants, so small first rounds save most of the page loads; the last round takes
+        whatever is left up to `mutants`.
       duplicate_similarity: requests at least this similar are duplicates.
       seed: mutant choice.
     """
 
     runs: int = 3
     mutants: int = 16
-    first_mutants: int = 4
+    mutant_rounds: tuple[int, ...] = (2, 4)
     duplicate_similarity: float = 0.8
     seed: int = 0
+
+    def __post_init__(self):
+        if not self.mutant_rounds or any(int(n) < 1 for n in self.mutant_rounds):
+            raise ValueError(f"ValidateConfig.mutant_rounds must be positive counts, got "
+                             f"{self.mutant_rounds!r}")
 
 
 @dataclasses.dataclass
@@ -111,7 +121,7 @@ def _rows(draft: Draft, mutants: list[str], cfg: ValidateConfig) -> list[dict]:
     if rewritten is not None:
         rows.append({"task_id": draft.id, "role": "rewrite", "response": rewritten})
     rows += [{"task_id": draft.id, "role": "mutant", "response": m}
-             for m in mutants[:cfg.first_mutants]]
+             for m in mutants[:cfg.mutant_rounds[0]]]
     return rows
 
 
@@ -167,18 +177,22 @@ def run_checks(todo: list[Draft], eval_cfg: EvalConfig | None, cfg: ValidateConf
     rows = [r for d in todo for r in _rows(d, mutants[d.id], cfg)]
     records: dict[str, list[tuple[str, dict]]] = collections.defaultdict(list)
     _score(rows, tasks, eval_cfg, workers, records)
-    # The other mutants, only for the probes no first mutant failed, as tasks of their own
-    # holding just those rubrics (a probe is scored no more than it must be).
-    more, rest = {}, []
-    for d in todo:
-        open_ids = _undecided(d, records[d.id])
-        if open_ids and len(mutants[d.id]) > cfg.first_mutants:
-            sub = dataclasses.replace(d, id=d.id + "#more", rubrics=tuple(
-                r for r in d.rubrics if r["id"] in open_ids))
-            more[sub.id] = parse_task(sub.task())
-            rest += [{"task_id": sub.id, "role": "mutant", "response": m, "of": d.id}
-                     for m in mutants[d.id][cfg.first_mutants:]]
-    if rest:
+    # Later rounds: the next mutants, only for the probes no mutant failed so far, as tasks
+    # of their own holding just those rubrics (a probe is scored no more than it must be).
+    bounds = [*itertools.accumulate(cfg.mutant_rounds)]
+    bounds = [b for b in bounds if b < cfg.mutants] + [cfg.mutants]
+    for r, (lo, hi) in enumerate(zip(bounds, bounds[1:]), start=1):
+        more, rest = {}, []
+        for d in todo:
+            open_ids = _undecided(d, records[d.id])
+            if open_ids and len(mutants[d.id]) > lo:
+                sub = dataclasses.replace(d, id=f"{d.id}#round{r}", rubrics=tuple(
+                    x for x in d.rubrics if x["id"] in open_ids))
+                more[sub.id] = parse_task(sub.task())
+                rest += [{"task_id": sub.id, "role": "mutant", "response": m, "of": d.id}
+                         for m in mutants[d.id][lo:hi]]
+        if not rest:
+            break
         _score(rest, more, eval_cfg, workers, records)
     for d in todo:
         decide(d, records[d.id], cfg, out)
