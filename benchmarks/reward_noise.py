@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,6 +76,27 @@ def flips(runs: list[list[dict]]) -> dict[str, list[int]]:
     return out
 
 
+def flipped(runs: list[list[dict]]) -> list[str]:
+    """One line per (response, rubric) whose verdict changed, and per response whose gate did:
+    what each repeat said, for finding the cause."""
+    out = []
+    for k, first in enumerate(runs[0]):
+        recs = [run[k] for run in runs]
+        if any(r.get("status") != "ok" for r in recs):
+            continue
+        if len({str(r.get("gate")) for r in recs}) > 1:
+            out.append(f"{first['task_id']} gate: " + " | ".join(
+                f"{r.get('gate')}: {(r.get('diagnostics') or [{}])[0].get('message', '')[:90]}"
+                if r.get("gate") else "passed" for r in recs))
+        for j, v in enumerate(first["rubrics"]):
+            got = [r["rubrics"][j] for r in recs]
+            if len({g["verdict"] for g in got}) > 1:
+                out.append(f"{first['task_id']} {v['id']} ({v['kind']}): " + " | ".join(
+                    f"{g['verdict']}" + (f" ({(g.get('message') or '')[:90]})"
+                                         if g["verdict"] != "pass" else "") for g in got))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="gpt-4o")
@@ -89,14 +111,17 @@ def main() -> None:
     cfg = EvalConfig()
     cfg = dataclasses.replace(cfg, browser=dataclasses.replace(cfg.browser,
                                                                pages_per_worker=a.pages))
-    results = {}
+    results, listing, seconds = {}, {}, {}
     for name, load in (("alone", False), ("under load", True)):
         if load and a.no_load:
             continue
+        t0 = time.perf_counter()
         with training_load(load):
             runs = [list(EvaluatorPool(tasks, cfg, workers=a.workers).score(rows))
                     for _ in range(a.repeats)]
+        seconds[name] = time.perf_counter() - t0
         results[name] = flips(runs)
+        listing[name] = flipped(runs)
     groups = sorted({g for r in results.values() for g in r if g != "errors"})
     head = ["group", *(f"{n} flips" for n in results)]
     body = [[g, *(f"{r[g][0]}/{r[g][1]} ({r[g][0] / max(1, r[g][1]):.1%})" for r in
@@ -104,6 +129,11 @@ def main() -> None:
     body.append(["responses with an evaluator error", *(r["errors"][0] for r in results.values())])
     print(f"{len(rows)} answers of {a.model}, each scored {a.repeats} times per condition\n")
     print(table(head, body))
+    for name, lines in listing.items():
+        print(f"\n{name} ({seconds[name]:.0f} s): {len(lines)} flipped")
+        for line in lines:
+            print("  " + line)
+    print()
     for name, r in results.items():
         rate = r["rubrics"][0] / max(1, r["rubrics"][1])
         print(f"flip rate {'under load' if name == 'under load' else 'alone'}: {rate:.2%}")

@@ -8,8 +8,9 @@ The same path as a released model's (configs/ling_flash.py): `model.init_from="s
 writes a released-format checkpoint into `<workdir>/init` (random weights of the shape below, a
 byte-level BPE trained on the training tasks, with a chat template), then loads it like any
 other. A quarter of the generated tasks (by a hash of the task id) is held out: the last line,
-`mean reward: sft=<x> rcca=<y>`, is the mean gated reward of `eval.samples` answers per held-out
-task at the sampling temperature, after SFT and after RL, with the same keys both times.
+`mean reward: sft=<x> (se <s>) rcca=<y> (se <s>); rcca-sft=<d> (se <s>, ...)`, is the mean gated
+reward of `eval.samples` answers per held-out task at the sampling temperature, after SFT and
+after RL, with the same keys both times; standard errors take the task as the unit.
 
 Expected: finishes in under 15 minutes on 2 cores (see the README for the measured figures).
 """

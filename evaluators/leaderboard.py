@@ -6,7 +6,8 @@ Over a set of answers:
   Overall  = rubrics passed / all rubrics (pooled, as InteractScience reports it);
   Average  = mean of the answers' pass rates;
   Perfect  = share of answers with every rubric passed;
-  reward   = mean gated reward;
+  reward   = mean gated reward; reward_se its standard error with the task as the unit
+             (the answers to one task are not independent: `task_rewards`, `mean_se`);
   judged   = share of rubrics that got a verdict (pass or fail). A rubric with no
              probe is `unjudged` until a judge scores it: it counts in "all rubrics"
              and is never passed, so Overall is comparable with a runner that ran
@@ -67,7 +68,40 @@ def figures(records: Iterable[dict], tasks: Mapping[str, Task]) -> dict:
     return {"n": n, "errors": errors,
             "Overall": passed / total if total else float("nan"),
             "Average": mean(rates), "Perfect": perfect / len(rates) if rates else float("nan"),
-            "reward": mean(rewards), "judged": judged / total if total else float("nan")}
+            "reward": mean(rewards), "judged": judged / total if total else float("nan"),
+            "reward_se": mean_se(list(task_rewards(records).values()))[1]}
+
+
+def task_rewards(records: Iterable[dict]) -> dict[str, float]:
+    """Mean gated reward of each task's scored answers (evaluator errors left out)."""
+    by: dict[str, list[float]] = collections.defaultdict(list)
+    for rec in records:
+        if rec.get("status") == "ok" and rec.get("reward") is not None:
+            by[str(rec.get("task_id"))].append(float(rec["reward"]))
+    return {t: sum(v) / len(v) for t, v in sorted(by.items())}
+
+
+def mean_se(values: list[float]) -> tuple[float, float]:
+    """(mean, standard error of the mean) of independent values; the error is nan for fewer
+    than two. With per-task means as the values, the answers' correlation within a task
+    is accounted for (the clustered standard error when every task has as many answers)."""
+    n = len(values)
+    if n == 0:
+        return float("nan"), float("nan")
+    m = sum(values) / n
+    if n < 2:
+        return m, float("nan")
+    return m, (sum((v - m) ** 2 for v in values) / (n - 1) / n) ** 0.5
+
+
+def paired_difference(before: Mapping[str, float], after: Mapping[str, float]
+                      ) -> tuple[float, float, int]:
+    """(mean of after - before, its standard error, tasks) over the tasks both hold: a paired
+    difference, far tighter than the two means' errors when the tasks vary more than the
+    change does."""
+    common = sorted(set(before) & set(after))
+    m, se = mean_se([after[t] - before[t] for t in common])
+    return m, se, len(common)
 
 
 def breakdown(records: list[dict], tasks: Mapping[str, Task], key) -> dict[str, dict]:

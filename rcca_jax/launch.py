@@ -3,7 +3,8 @@
 Validates the config into frozen dataclasses, initialises multi-host JAX when
 on a pod (or when --coordinator is given: several processes on one machine),
 runs SFT then RCCA (resuming from the workdir), and prints the result line
-`mean reward: sft=<x> rcca=<y>` (held-out gated reward after SFT and after RL).
+`mean reward: sft=<x> (se <s>) rcca=<y> (se <s>); rcca-sft=<d> (se <s>, paired over <n> tasks)`
+(held-out gated reward after SFT and after RL, standard errors with the task as the unit).
 """
 
 from __future__ import annotations
@@ -49,8 +50,22 @@ def main(argv) -> None:
     workdir = _WORKDIR.value or os.path.join("runs", config_name())
     result = run(cfg, workdir, progress=jax.process_index() == 0)
     if jax.process_index() == 0:
-        sft = "nan" if result["sft"] is None else f"{result['sft']:.3f}"
-        print(f"mean reward: sft={sft} rcca={result['rcca']:.3f}")
+        print(result_line(result))
+
+
+def result_line(result: dict) -> str:
+    """`mean reward: sft=<x> (se <s>) rcca=<y> (se <s>)`, then the paired difference."""
+    def one(mean, se):
+        if mean is None:
+            return "nan"
+        return f"{mean:.3f}" + ("" if se is None or se != se else f" (se {se:.3f})")
+
+    line = (f"mean reward: sft={one(result['sft'], result.get('sft_se'))} "
+            f"rcca={one(result['rcca'], result.get('rcca_se'))}")
+    d = result.get("difference")
+    if d is not None:
+        line += f"; rcca-sft={d['mean']:+.3f} (se {d['se']:.3f}, paired over {d['tasks']} tasks)"
+    return line
 
 
 if __name__ == "__main__":

@@ -38,6 +38,20 @@ def test_figures_follow_the_definitions():
     assert f["Perfect"] == pytest.approx(1 / 3)
     assert f["reward"] == pytest.approx((1.0 + 0.4 + 0.9) / 3)
     assert f["judged"] == pytest.approx(7 / 8)  # one rubric had no probe
+    # Tasks are the unit: a's two answers make one value (0.95), b's one another (0.4).
+    assert f["reward_se"] == pytest.approx(abs(0.95 - 0.4) / 2)
+
+
+def test_standard_errors_take_the_task_as_the_unit():
+    assert lb.task_rewards([_rec("a", [], 1.0), _rec("a", [], 0.0), _rec("b", [], 0.5),
+                            _rec("b", [], status="error")]) == {"a": 0.5, "b": 0.5}
+    m, se = lb.mean_se([0.2, 0.4, 0.9])
+    assert m == pytest.approx(0.5)
+    assert se == pytest.approx(((0.09 + 0.01 + 0.16) / 2 / 3) ** 0.5)
+    assert lb.mean_se([0.3])[1] != lb.mean_se([0.3])[1]  # nan: one value says nothing
+    # Paired over the tasks both hold: a shared task effect cancels, c (one side) is left out.
+    d, se, n = lb.paired_difference({"a": 0.1, "b": 0.8, "c": 0.5}, {"a": 0.2, "b": 0.9})
+    assert n == 2 and d == pytest.approx(0.1) and se == pytest.approx(0.0, abs=1e-12)
 
 
 def test_breakdowns_by_difficulty_and_domain():

@@ -70,6 +70,7 @@ def evaluate(run, model: Ling, tag: str, step: int) -> dict:
     records = scored.records[:real * max(n, 1)]
     gathered = [r for part in multihost.allgather_objects([_compact(r) for r in records]) for r in part]
     report = leaderboard.report(gathered, run.data.tasks)
+    report["task_rewards"] = leaderboard.task_rewards(gathered)
     report["meta"] = {"tag": tag, "step": step, "tasks": len(ids), "samples": max(n, 1),
                       "greedy": n == 0, "answers": len(gathered), **timing}
     if run.process == 0:
@@ -80,7 +81,7 @@ def evaluate(run, model: Ling, tag: str, step: int) -> dict:
         run.log.scalars(step, {f"eval/{tag}/{part}/{g}/Overall": f["Overall"]
                                for g, f in report[part].items()})
     a = report["all"]
-    run.say(f"eval {tag}: reward {a['reward']:.3f}, Overall {a['Overall']:.3f}, "
+    run.say(f"eval {tag}: reward {a['reward']:.3f} (se {a['reward_se']:.3f}), Overall {a['Overall']:.3f}, "
             f"Average {a['Average']:.3f}, Perfect {a['Perfect']:.3f} over {len(gathered)} answers "
             f"to {len(ids)} held-out tasks ({a['errors']} evaluator errors)")
     return report

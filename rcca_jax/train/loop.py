@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from evaluators import leaderboard
 from rcca_jax import sharding
 from rcca_jax.models import Ling
 from rcca_jax.state import TrainState, compile_step, global_batch
@@ -63,7 +64,8 @@ class Run:
         self.sft_examples = self._sft_data(examples) if train and cfg.sft.steps else []
         self.ckpt = Checkpoints(self.workdir / "checkpoints", cfg.checkpoint)
         self.log = MetricsLog(self.workdir / "tb", enabled=self.process == 0)
-        self.meta = {"stage": "sft", "stream": None, "rng": cfg.seed, "sft_reward": None}
+        self.meta = {"stage": "sft", "stream": None, "rng": cfg.seed, "sft_reward": None,
+                     "sft_reward_se": None, "sft_task_rewards": None}
         self.counts.update(self.data.counts)
         self.counts["tasks/train_prompt_too_long"] = sum(not self.fits(t) for t in self.data.train_ids)
         self.counts["tasks/held_out_prompt_too_long"] = sum(not self.fits(t) for t in self.data.eval_ids)
@@ -213,6 +215,8 @@ def run(cfg: RunConfig, workdir: str | Path, progress: bool = True) -> dict:
 
     Returns:
       {"sft": mean gated reward after SFT (None if not evaluated), "rcca": after RL,
+       "sft_se", "rcca_se": their standard errors (tasks as the unit), "difference": rcca - sft
+       paired by task {"mean", "se", "tasks"} (when both were evaluated),
        "eval": {"sft": report, "rl": report}} (reports: `evaluators.leaderboard.report`).
     """
     from rcca_jax.train.evaluation import evaluate
@@ -232,6 +236,8 @@ def run(cfg: RunConfig, workdir: str | Path, progress: bool = True) -> dict:
         if cfg.eval.after_sft:
             reports["sft"] = evaluate(r, model, "sft", cfg.sft.steps)
             r.meta["sft_reward"] = reports["sft"]["all"]["reward"]
+            r.meta["sft_reward_se"] = reports["sft"]["all"]["reward_se"]
+            r.meta["sft_task_rewards"] = reports["sft"]["task_rewards"]
         r.meta.update(stage="rl", stream=None)
         first = cfg.sft.steps
     else:
@@ -240,7 +246,14 @@ def run(cfg: RunConfig, workdir: str | Path, progress: bool = True) -> dict:
     reports["rl"] = evaluate(r, model, "rl", cfg.sft.steps + cfg.rl.steps)
     r.export(model, "final")
     r.close()
-    result = {"sft": r.meta["sft_reward"], "rcca": reports["rl"]["all"]["reward"], "eval": reports}
+    result = {"sft": r.meta["sft_reward"], "rcca": reports["rl"]["all"]["reward"],
+              "sft_se": r.meta.get("sft_reward_se"), "rcca_se": reports["rl"]["all"]["reward_se"],
+              "eval": reports}
+    if r.meta.get("sft_task_rewards"):
+        # Same tasks, same sampling keys after SFT and after RL: a paired difference.
+        d, se, n = leaderboard.paired_difference(r.meta["sft_task_rewards"],
+                                                 reports["rl"]["task_rewards"])
+        result["difference"] = {"mean": d, "se": se, "tasks": n}
     if r.process == 0:
         (r.workdir / "result.json").write_text(json.dumps(result, indent=2))
     return result
