@@ -156,7 +156,11 @@ class Fleet:
         records = self._collect(pending.handle)
         done = time.perf_counter()
         if pending.shared is not None:
-            records = [{**records[j], "rollout": i} | ({} if i == j else {"shared_with": j})
+            first: dict[int, int] = {}  # sent row -> the first row of the part that is it
+            for i, j in enumerate(pending.shared):
+                first.setdefault(j, i)
+            records = [{**records[j], "rollout": i}
+                       | ({} if first[j] == i else {"shared_with": first[j]})
                        for i, j in enumerate(pending.shared)]
         n = len(records)
         rewards = np.zeros(n, np.float32)

@@ -81,13 +81,14 @@ def test_identical_rows_of_a_part_are_scored_once_and_share_the_record(setup):
     fleet._submit = lambda rows: sent.append(len(rows)) or submit(rows)
     try:
         # A group of four answers to one task, three of them the same sampled ids.
-        scored = fleet.score([ids[0]] * 4, [good[0], broken[0], good[0], good[0]])
+        scored = fleet.score([ids[0]] * 4, [good[0], good[0], broken[0], good[0]])
     finally:
         fleet.close()
     assert sent == [2]
-    assert list(scored.rewards) == [1.0, scored.rewards[1], 1.0, 1.0] and scored.rewards[1] < 1
+    assert list(scored.rewards) == [1.0, 1.0, scored.rewards[2], 1.0] and scored.rewards[2] < 1
     assert [r["rollout"] for r in scored.records] == [0, 1, 2, 3]
-    assert [r.get("shared_with") for r in scored.records] == [None, None, 0, 0]
-    assert scored.records[2]["rubrics"] == scored.records[0]["rubrics"]
-    for i in (2, 3):
+    # Each copy names the first row of the part that holds the same answer.
+    assert [r.get("shared_with") for r in scored.records] == [None, 0, None, 0]
+    assert scored.records[3]["rubrics"] == scored.records[0]["rubrics"]
+    for i in (1, 3):
         assert (scored.weights_base[i] == scored.weights_base[0]).all()
