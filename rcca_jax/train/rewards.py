@@ -133,12 +133,14 @@ class Fleet:
         rows, aligned, shared, first = [], [], [], {}
         for tid, ids in zip(task_ids, response_ids):
             key = (tid, tuple(int(x) for x in ids))
+            if key in first:  # decoded and sent once
+                sent, ok = first[key]
+                shared.append(sent)
+                aligned.append(ok)
+                continue
             text, ok = response_text(self.tokenizer, ids)
             aligned.append(ok)
-            if key in first:
-                shared.append(first[key])
-                continue
-            first[key] = len(rows)
+            first[key] = (len(rows), ok)
             shared.append(len(rows))
             row = {"task_id": tid, "response": text, "rollout": len(rows)}
             if ok and localize and self.method is not None and self.localizer is not None:
