@@ -93,6 +93,12 @@ class BrowserConfig:
         frees the core the loop burns). Generous, so that a page that is only
         starved of CPU by its neighbours, or busy recomputing a plot after an
         input, is never taken for hung (5 s misjudged real apps under load).
+      busy_limit_ms: CPU time a page's main thread may spend before its `load`
+        event, or after it without answering gate E's trivial script, before
+        the page counts as hung by itself (an infinite loop): gate E fails at
+        once and is not decided again alone, since starvation slows a page
+        but cannot make it spend CPU (`sandbox.loading`). Unlike the wall
+        limits it does not grow with contention. None: wall limits only.
       probe_time_limit_ms: the whole probe, page load included, like a
         Playwright test's timeout; past it the probe fails as timed out.
       action_timeout_ms: how long actions and readings wait for their element
@@ -153,6 +159,7 @@ class BrowserConfig:
     load_timeout_ms: int = 30_000
     settle_ms: int = 300
     hang_timeout_ms: int = 15_000
+    busy_limit_ms: int | None = 10_000
     probe_time_limit_ms: int = 30_000
     action_timeout_ms: int | None = None
     dialog_action: str = "dismiss"

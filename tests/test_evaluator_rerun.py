@@ -227,3 +227,35 @@ def test_a_gate_that_passes_alone_stands_and_the_first_probe_runs_afresh(monkeyp
     (verdict,) = hung["rubrics"]
     assert verdict["verdict"] == "fail"  # the probe itself meets the real, hung app
     assert pages == 4  # two probe pages, the gate alone, the first probe afresh
+
+
+# Loops from its first script on: `load` never fires.
+LOOPS_AT_LOAD = GOOD["response"].replace("<body>", "<body><script>for (;;) {}</script>", 1)
+BUSY_CFG = dataclasses.replace(CFG, browser=dataclasses.replace(
+    CFG.browser, load_timeout_ms=20_000, hang_timeout_ms=20_000, probe_time_limit_ms=30_000,
+    busy_limit_ms=1500))
+
+
+@pytest.mark.parametrize("app, message", [
+    (HUNG, "the page stopped answering after load (its script kept the main thread busy"),
+    (LOOPS_AT_LOAD, "the page did not load (its script kept the main thread busy")],
+    ids=["hangs after load", "loops at load"])
+def test_a_page_busy_with_its_own_loop_fails_at_the_cpu_limit_and_is_not_decided_again(
+        app, message):
+    assert app != GOOD["response"]
+    (busy, good), pages = _scored([app, GOOD["response"]], _task(FAST), BUSY_CFG)
+    assert good["gate"] is None and good["reward"] == 1.0
+    # Beside another page, but its own main thread spent the CPU: no rerun alone, and it is
+    # decided at the CPU limit (1.5 s of CPU, read every 0.5 s), long before the 20 s ones.
+    assert busy["gate"] == "runtime" and busy["reward"] == 0.1
+    assert "runtime_rerun" not in busy and pages == 2
+    first = busy["diagnostics"][0]
+    assert first["kind"] == "runtime_failure" and first["message"].startswith(message), first
+    assert busy["timings"]["runtime_ms"] < 15_000, busy["timings"]
+
+
+def test_without_a_cpu_limit_the_same_loop_is_decided_again_alone():
+    cfg = dataclasses.replace(BUSY_CFG, browser=dataclasses.replace(
+        BUSY_CFG.browser, busy_limit_ms=None, hang_timeout_ms=2000))
+    (busy, _good), pages = _scored([HUNG, GOOD["response"]], _task(FAST), cfg)
+    assert busy["gate"] == "runtime" and "runtime_rerun" in busy and pages == 3

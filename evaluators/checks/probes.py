@@ -16,7 +16,8 @@ from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 from playwright.async_api import Locator, Page, expect
 
-from evaluators.sandbox.browser import LeftWhileLoading, PageWatch, load_app, monotonic_ms
+from evaluators.sandbox.browser import PageWatch, monotonic_ms
+from evaluators.sandbox.loading import BusyPage, LeftWhileLoading, load_app
 from evaluators.sandbox.quiet import GAP_S, page_quiet, quiet_rtt
 from evaluators.contract import Reason
 from evaluators.checks.steps import (INTERACTION_KEYS, ProbeError, describe_locator, js_regex,
@@ -80,7 +81,8 @@ class ProbeRunner:
     """
 
     def __init__(self, page: Page, watch: PageWatch, probe: dict, action_timeout_ms: int | None,
-                 deadline_ms: float, decide_when_quiet: bool = False):
+                 deadline_ms: float, decide_when_quiet: bool = False,
+                 busy_limit_ms: int | None = None):
         self.page = page
         self.watch = watch
         self.timeout = float(probe.get("timeout_ms", 5000))
@@ -90,6 +92,7 @@ class ProbeRunner:
         self.steps = probe["steps"]
         self.loaded = False  # the page's load event fired
         self.decide_when_quiet = decide_when_quiet
+        self.busy_limit_ms = busy_limit_ms
         self._decided = False  # the running step's failure was decided on a quiet page
 
     def _left(self, want: float) -> float:
@@ -97,7 +100,10 @@ class ProbeRunner:
 
     async def load(self, timeout_ms: float) -> None:
         try:
-            await load_app(self.page, self.watch, self._left(timeout_ms))
+            await load_app(self.page, self.watch, self._left(timeout_ms), self.busy_limit_ms)
+        except BusyPage as e:
+            raise StepFailure(f"the page did not load ({e})", "severe",
+                              reason=Reason.LOAD_FAILED) from None
         except LeftWhileLoading as e:
             raise StepFailure(f"the page left for {str(e)[:300]} while loading (the sandbox "
                               "blocked that navigation; the app's load was aborted)",

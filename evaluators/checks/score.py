@@ -14,8 +14,9 @@ from typing import NamedTuple
 
 from playwright.async_api import Page
 
-from evaluators.sandbox.browser import (BrowserWorker, EvaluatorFault, LeftWhileLoading, PageWatch,
-                                check_not_killed, load_app, monotonic_ms)
+from evaluators.sandbox.browser import (BrowserWorker, EvaluatorFault, PageWatch, check_not_killed,
+                                        monotonic_ms)
+from evaluators.sandbox.loading import BusyPage, LeftWhileLoading, answers, load_app
 from evaluators.config import EvalConfig
 from evaluators.contract import SCHEMA_VERSION, Diagnostic, Reason
 from evaluators.sandbox.coverage import Coverage
@@ -56,11 +57,12 @@ class RuntimeGate:
         await asyncio.sleep(b.settle_ms / 1000)
         failure, reason = None, None
         try:
-            await asyncio.wait_for(page.evaluate("1"), b.hang_timeout_ms / 1000)
+            await answers(page, watch, b.hang_timeout_ms, b.busy_limit_ms)
         except asyncio.TimeoutError:
-            watch.hung = True
             failure = f"the page stopped answering after load (no reply in {b.hang_timeout_ms} ms)"
             reason = Reason.HANG
+        except BusyPage as e:
+            failure, reason = f"the page stopped answering after load ({e})", Reason.HANG
         except Exception as e:  # noqa: BLE001
             if not watch.crashed and not page.context.browser.is_connected():
                 raise EvaluatorFault(f"browser died during the load check: {e}") from e
@@ -86,7 +88,9 @@ class RuntimeGate:
             reason, cause = Reason.UNCAUGHT_AT_LOAD, diags[0]
         diags.extend(watch_diagnostics(watch, "runtime", None))
         if failure is not None:
-            self.contended_timeout = watch.hung and watch.shared and not watch.crashed
+            # A busy page spent the CPU it was given: starvation did not stop it.
+            self.contended_timeout = (watch.hung and watch.shared and not watch.crashed
+                                      and not watch.busy)
             gate = Diagnostic(kind="runtime_failure", reason=reason or Reason.LOAD_FAILED,
                               stage="runtime", severity="severe", message=failure).to_json()
             diags.insert(0, caused(gate, cause))
@@ -110,7 +114,9 @@ async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: Eval
     gate = RuntimeGate(cfg, frames)
     async with worker.page(extraction.code, alone=alone) as (page, watch, _):
         try:
-            await load_app(page, watch, b.load_timeout_ms)
+            await load_app(page, watch, b.load_timeout_ms, b.busy_limit_ms)
+        except BusyPage as e:
+            gate.decide(watch, f"the page did not load ({e})", Reason.LOAD_FAILED)
         except LeftWhileLoading as e:
             gate.decide(watch, f"the page did not load (it left for {str(e)[:300]} while "
                                "loading; the sandbox blocked that navigation)", Reason.LOAD_FAILED)
@@ -194,7 +200,8 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
     async with worker.page(extraction.code, alone=alone) as (page, watch, context):
         t0 = time.perf_counter()
         runner = ProbeRunner(page, watch, rubric.probe, b.action_timeout_ms,
-                             monotonic_ms() + limit_ms, decide_when_quiet=b.decide_when_quiet)
+                             monotonic_ms() + limit_ms, decide_when_quiet=b.decide_when_quiet,
+                             busy_limit_ms=b.busy_limit_ms)
         cov = None
         if b.coverage:
             cov = Coverage()
@@ -291,7 +298,9 @@ def _decide_unloaded(gate: RuntimeGate, runner: ProbeRunner, failure: StepFailur
         return
     message = str(failure)
     prefix = "the page did not load"
-    if not runner.loaded and message.startswith(prefix):
+    if not runner.loaded and runner.watch.busy:
+        pass  # stopped by the CPU limit, not the wall-clock one: the message says so
+    elif not runner.loaded and message.startswith(prefix):
         message = f"{prefix} within {load_timeout_ms} ms ({message[len(prefix):].lstrip(': ')})"
     elif not runner.loaded:
         message = f"{prefix} ({message})"

@@ -103,11 +103,11 @@ class Judge:
     async def _browse(self, worker, browser: BrowserConfig, app_source: str,
                       messages: list[dict], fmt: dict | None, usage: Usage):
         """The agentic conversation on a sandboxed page of ``worker`` (``agent.converse``)."""
-        from evaluators.sandbox.browser import load_app
+        from evaluators.sandbox.loading import load_app
 
         async with worker.page(app_source) as (page, watch, _):
             try:
-                await load_app(page, watch, browser.load_timeout_ms)
+                await load_app(page, watch, browser.load_timeout_ms, browser.busy_limit_ms)
             except Exception as e:  # noqa: BLE001 - what the judge should know, not a fault
                 messages[-1]["content"] += f"\n\n(The app did not load: {str(e)[:200]})"
             tools = PageTools(page, watch, browser.action_timeout_ms or 5000, self.cfg.images)

@@ -39,12 +39,13 @@ import logging
 import re
 import shutil
 import time
-from typing import AsyncIterator
+from typing import AsyncIterator, Awaitable, Callable
 
 from playwright.async_api import Browser, BrowserContext, CDPSession, Page, async_playwright
 
 from evaluators.sandbox.app_server import APP_ORIGIN, APP_URL, AppServer, is_cdn_url
 from evaluators.config import BrowserConfig
+from evaluators.sandbox.loading import enable_cpu_reading
 from evaluators.sandbox.quiet import QUIET_JS
 
 __all__ = ["APP_ORIGIN", "APP_URL", "BrowserWorker", "EvaluatorFault", "PageWatch", "parse_stack"]
@@ -97,6 +98,9 @@ class PageWatch:
         this one was (it shared the CPU).
       inflight: the page's requests that have neither finished nor failed (for
         `quiet.page_quiet`).
+      busy: its main thread spent the busy limit of CPU without loading or answering
+        (`sandbox.loading`): it hung by itself, however many pages shared the CPU.
+      thread_time: reads its main thread's CPU seconds so far (None: cannot say).
     """
 
     errors: list = dataclasses.field(default_factory=list)
@@ -113,6 +117,8 @@ class PageWatch:
     interaction: int | None = None
     shared: bool = False
     inflight: set = dataclasses.field(default_factory=set)
+    busy: bool = False
+    thread_time: Callable[[], Awaitable[float | None]] | None = None
 
     def on_error(self, error) -> None:
         self.errors.append({
@@ -181,6 +187,7 @@ class _Slot:
     page: Page
     cdp: CDPSession
     target_id: str  # its page's CDP target, which crash reports name
+    thread_time: Callable[[], Awaitable[float | None]]  # its page's main-thread CPU seconds
     token: str = ""  # the current app document's key on the AppServer (one per probe)
     html: str = ""
     document_url: str = ""  # where its APP_URL request is sent
@@ -394,7 +401,7 @@ class BrowserWorker:
             slot = None
             try:
                 slot = self._idle_slot(gen) or await self._new_slot(gen)
-                slot.html, slot.watch = html, PageWatch()
+                slot.html, slot.watch = html, PageWatch(thread_time=slot.thread_time)
                 slot.token, slot.document_url = self._server.serve(html)
                 slot.uses += 1
                 self._opened(slot.watch)
@@ -435,7 +442,8 @@ class BrowserWorker:
             page = await context.new_page()
             cdp = await context.new_cdp_session(page)
             info = await cdp.send("Target.getTargetInfo")
-            slot = _Slot(context, page, cdp, info["targetInfo"]["targetId"])
+            slot = _Slot(context, page, cdp, info["targetInfo"]["targetId"],
+                         await enable_cpu_reading(cdp))
             gen.slots[slot.target_id] = slot
             slot.cdp.on("Fetch.requestPaused",
                         lambda ev: asyncio.ensure_future(self._document(slot, ev)))
@@ -516,42 +524,6 @@ class BrowserWorker:
                     if gen is self._gen:
                         self._gen = None
                         self._retire(gen, f"{gen.stuck} contexts would not close")
-
-
-class LeftWhileLoading(Exception):
-    """The page navigated away while it loaded; the navigation was blocked, the load aborted."""
-
-
-async def load_app(page: Page, watch: PageWatch, timeout_ms: float) -> None:
-    """Navigates the page to APP_URL and waits for its `load` event.
-
-    A document that starts a navigation of its own while it loads (a form submitted, a
-    `location` set, from an inline script) has its loading aborted: even with that
-    navigation cancelled, `load` never fires. Waiting for it would only spend the load
-    timeout, so `LeftWhileLoading` is raised as soon as the sandbox blocks such a
-    navigation (a browser would have left the app).
-
-    Raises:
-      LeftWhileLoading: the page left while loading (its URL is the message).
-      playwright Error: the load failed or timed out.
-    """
-    watch.loading, watch.left = True, None
-    nav = asyncio.ensure_future(page.goto(APP_URL, wait_until="load", timeout=timeout_ms))
-    try:
-        while True:
-            done, _ = await asyncio.wait({nav}, timeout=0.1)
-            if done:
-                nav.result()
-                return
-            if watch.left is not None:
-                raise LeftWhileLoading(watch.left)
-    finally:
-        watch.loading = False
-        if not nav.done():
-            nav.cancel()
-        # Retrieved whichever way we leave (it may have failed just as we raised or were
-        # cancelled): an unretrieved failure would only be logged, never raised.
-        await asyncio.gather(nav, return_exceptions=True)
 
 
 def _on_crash(gen: _Generation, event: dict) -> None:
