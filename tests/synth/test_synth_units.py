@@ -158,3 +158,45 @@ def test_difficulty_is_measured_from_answers_when_there_are_some():
     assert [t["meta"]["difficulty"] for t in tasks] == ["easy", "medium", "hard", "medium"]
     assert tasks[1]["meta"]["pass_rate"] == 0.5 and tasks[1]["meta"]["drafted_difficulty"] == "medium"
     assert "pass_rate" not in tasks[3]["meta"]  # an evaluator error measures nothing
+
+
+def test_later_rounds_score_the_next_mutants_on_the_undecided_probes_only(monkeypatch):
+    from evaluators.synth import validate
+
+    d = offline.drafts(1)[0]
+    cfg = ValidateConfig(runs=2, mutants=8, mutant_rounds=(2, 3))
+    mutants = validate._mutants(d, cfg)
+    first, second, *never = [r["id"] for r in d.rubrics if r.get("probe")]
+    assert len(mutants) == 8 and never
+    # The mutant (by index) that fails each probe: one in the first round, one in the second;
+    # the others are never caught, so they stay open to the last mutant.
+    catches = {first: 1, second: 4}
+    sent, asked = [], []  # per round: the mutants scored; the probes each row was scored on
+
+    def score(rows, tasks, eval_cfg, workers, records):
+        sent.append([mutants.index(r["response"]) for r in rows if r["role"] == "mutant"])
+        asked.append(set())
+        for row in rows:
+            task = tasks[row["task_id"]]
+            i = mutants.index(row["response"]) if row["role"] == "mutant" else None
+            verdicts = {r.id: "fail" if i is not None and catches.get(r.id) == i else "pass"
+                        for r in task.rubrics if r.probe is not None}
+            asked[-1].add(tuple(sorted(verdicts)))
+            records[row.get("of", row["task_id"])].append((row["role"], _rec(verdicts)))
+
+    monkeypatch.setattr(validate, "_score", score)
+    out = Outcome()
+    validate.run_checks([d], None, cfg, 1, out)
+    # Round 1: every probe, with the references, the rewrite and the first 2 mutants; round 2:
+    # the next 3 mutants, without the probe mutant 1 failed; round 3: the rest, only on the
+    # probes no mutant has failed.
+    assert sent == [[0, 1], [2, 3, 4], [5, 6, 7]]
+    assert asked == [{tuple(sorted([first, second, *never]))}, {tuple(sorted([second, *never]))},
+                     {tuple(sorted(never))}]
+    (task,) = out.tasks
+    stats = task["meta"]["validation"]["rubrics"]
+    assert [stats[r]["mutants"] for r in (first, second, *never)] == [2, 5] + [8] * len(never)
+    assert stats[first]["mutants_failed"] == stats[second]["mutants_failed"] == 1
+    kept = {r["id"]: r["probe"] for r in task["rubrics"]}
+    assert kept[first] and kept[second] and all(kept[r] is None for r in never)
+    assert {j["rubric"]: j["check"] for j in out.judge_only} == {r: "discriminates" for r in never}
