@@ -127,6 +127,10 @@ class BrowserConfig:
       cdn_root: directory of the npm CDN mirror; None means the default.
       coverage: collect precise JS coverage of failing probes (for
         execution-grounded localization).
+      coverage_passing: with `coverage`, passing probes' coverage too (on
+        their verdict records), so that localization can contrast what
+        failing and passing probes ran (spectrum-based suspiciousness). One
+        more CDP read per passing probe.
       renderer_memory_mb: the most private writable memory (RLIMIT_DATA) a
         renderer process may hold, set from its start (renderers are launched
         through `prlimit`, util-linux); None for no cap. Past it allocations
@@ -170,6 +174,7 @@ class BrowserConfig:
     reset_timeout_ms: int = 5_000
     cdn_root: str | None = None
     coverage: bool = False
+    coverage_passing: bool = False
     renderer_memory_mb: int | None = 1536
     rerun_contended_timeouts: bool = True
     decide_when_quiet: bool = True

@@ -218,7 +218,8 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
             failure = StepFailure(f"the renderer crashed: {failure}", "severe",
                                   reason=Reason.CRASH)
         covered = None
-        if cov is not None and failure is not None and not watch.crashed:
+        wanted = failure is not None or (b.coverage_passing and error is None)
+        if cov is not None and wanted and not watch.crashed:
             covered = await _read_coverage(cov, extraction, frames)
         if cov is not None:
             await cov.stop()
@@ -319,7 +320,10 @@ def _probe_record(rubric: Rubric, watch: PageWatch, failure: StepFailure | None,
                         message=f"malformed probe: {error}", error_source="probe",
                         duration_ms=duration), None
     if failure is None:
-        return _verdict(rubric, "pass", duration_ms=duration, runtime_error=runtime_error), None
+        # A passing probe's path too, for spectrum-based localization (coverage_passing).
+        extra = {} if covered is None else {"coverage": covered}
+        return _verdict(rubric, "pass", duration_ms=duration, runtime_error=runtime_error,
+                        **extra), None
     if errors:
         failure.severity = "severe"
     step_index = watch.step
