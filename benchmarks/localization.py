@@ -273,7 +273,7 @@ def evaluate(mutants: list[dict], tasks: dict[str, Task], tok) -> list[list]:
                 per.setdefault((group, method), []).append(m)
     rows = []
     for kind in [*FAULTS, *UNSEEN, "ALL", *(f"ALL seed {s}" for s in seeds)]:
-        for method in ("naive", "text", "grounded"):
+        for method in ("naive", "sbfl", "text", "grounded"):
             ms = per.get((kind, method))
             if not ms:
                 continue

@@ -102,7 +102,9 @@ def cmd_localize(args: argparse.Namespace) -> int:
 
         tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
     cfg = _config(args)
-    cfg = dataclasses.replace(cfg, browser=dataclasses.replace(cfg.browser, coverage=True))
+    cfg = dataclasses.replace(cfg, browser=dataclasses.replace(
+        cfg.browser, coverage=True,
+        coverage_passing=cfg.browser.coverage_passing or args.method == "sbfl"))
     return _run(args, cfg, lambda rec, task: localize_record(
         rec, method=args.method, tokenizer=tokenizer, task=task))
 
@@ -230,7 +232,9 @@ def main(argv: list[str] | None = None) -> int:
     lo.add_argument("--tokenizer", default=None,
                     help="a transformers fast tokenizer (name or path): adds weights_base and "
                          "diagnosed per token, aligned with `token_ids` when a row has them")
-    lo.add_argument("--method", default="grounded", choices=("grounded", "text", "naive"))
+    lo.add_argument("--method", default="grounded", choices=("grounded", "text", "naive", "sbfl"),
+                    help="sbfl: spectrum-based suspiciousness alone (scores passing probes' "
+                         "coverage too)")
     lb = sub.add_parser("leaderboard", parents=[browser], help="Overall, Average, Perfect and "
                         "reward per responses file, by difficulty and domain")
     lb.add_argument("--responses", required=True, nargs="+",

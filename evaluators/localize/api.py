@@ -84,15 +84,31 @@ def localize_diagnostics(record: dict, method: str = "grounded", task=None,
     response = record.get("response") or ""
     graph = build_graph(response, _region(record)) if record.get("extraction") else None
     probes = _probes(task)
+    spectrum = _spectrum(record, diagnostics)
     for d in todo:
-        loc = (localize(graph, _with_probe_coverage(d, diagnostics), method,
-                        probes.get(d.get("rubric_id")), rules)
+        seen = _with_probe_coverage(d, diagnostics)
+        if spectrum is not None and d.get("kind") == "probe_failure":
+            seen = {**seen, "spectrum": spectrum}  # read by the localizer, never stored
+        loc = (localize(graph, seen, method, probes.get(d.get("rubric_id")), rules)
                if graph is not None else Localization())
         d.update(loc.fields())
         d["weighted"] = counts_for_weights(record, d)
     corroborate(diagnostics, rules.disabled_rules)
     _blame_load_exceptions(diagnostics)
     return diagnostics
+
+
+def _spectrum(record: dict, diagnostics: list[dict]) -> dict | None:
+    """The paths of the record's probes by outcome (`localize.spectrum`): failed rubrics'
+    probe failures and passing rubrics' verdicts with coverage; None without a passing one."""
+    passing = [v["coverage"] for v in record.get("rubrics") or ()
+               if v.get("verdict") == "pass" and isinstance(v.get("coverage"), dict)]
+    if not passing:
+        return None
+    failed = {v.get("id") for v in record.get("rubrics") or () if v.get("verdict") == "fail"}
+    failing = [d["coverage"] for d in diagnostics if d.get("kind") == "probe_failure"
+               and d.get("rubric_id") in failed and isinstance(d.get("coverage"), dict)]
+    return {"failing": failing, "passing": passing}
 
 
 def _with_probe_coverage(d: dict, diagnostics: list[dict]) -> dict:
@@ -154,7 +170,7 @@ def localize_record(record: dict, method: str = "grounded", tokenizer=None,
     Args:
         record: An evaluator output record (``response``, ``diagnostics``, ``extraction``,
             ``rubrics``; optionally ``token_ids``).
-        method: ``text``, ``grounded`` or ``naive`` (``spans.METHODS``).
+        method: ``text``, ``grounded``, ``naive`` or ``sbfl`` (``spans.METHODS``).
         tokenizer: A byte-level BPE fast tokenizer; None skips the weights.
         token_ids: The sampled ids [T]; default the record's ``token_ids``, else the
             tokenizer's encoding of the response.

@@ -48,6 +48,7 @@ from evaluators.localize.spans_errors import (
     _syntax_naive, spans_from_text_evidence,
 )
 from evaluators.localize.spans_judge import judge_evidence, judge_naive
+from evaluators.localize.spectrum import spectrum_blame
 from evaluators.localize.spans_probe import (
     _context_step, _definite_bugs_step, _ground_step, _probe_fallback, _probe_naive,
     _probe_rules,
@@ -97,6 +98,9 @@ CHAINS: dict[str, dict[str, Chain]] = {
     "text": _TEXT,
     "grounded": {**_TEXT, "probe_failure": _PROBE_GROUNDED,
                  "page_error": (Step(_page_error_stack),)},
+    # Spectrum-based suspiciousness alone (needs passing probes' coverage): the baseline
+    # that reads no names. Other kinds are not localized by it.
+    "sbfl": {"probe_failure": (Step(spectrum_blame),)},
     "naive": {"probe_failure": (Step(_probe_naive),), "page_error": (Step(_page_error_naive),),
               "syntax_error": (Step(_syntax_naive),),
               "runtime_failure": (Step(_runtime_failure),),

@@ -70,11 +70,13 @@ def response_text(tokenizer, ids: Sequence[int]) -> tuple[str, bool]:
         return data.decode("utf-8", errors="replace"), False
 
 
-def eval_config(cfg: EvaluatorConfig) -> EvalConfig:
+def eval_config(cfg: EvaluatorConfig, method: str | None = None) -> EvalConfig:
     """The evaluator's config for the run: `cfg.scoring`, with JS coverage on (localization
-    grounds blame in what ran) and at most `pages_per_worker` pages admitted regardless."""
+    grounds blame in what ran; passing probes' paths too for the `sbfl` method) and at most
+    `pages_per_worker` pages admitted regardless."""
     b = cfg.scoring.browser
-    browser = dataclasses.replace(b, min_pages=min(b.min_pages, b.pages_per_worker), coverage=True)
+    browser = dataclasses.replace(b, min_pages=min(b.min_pages, b.pages_per_worker), coverage=True,
+                                  coverage_passing=b.coverage_passing or method == "sbfl")
     return dataclasses.replace(cfg.scoring, browser=browser)
 
 
@@ -100,7 +102,7 @@ class Fleet:
                  reward: str = "gated"):
         self.tasks, self.cfg, self.tokenizer, self.method = tasks, cfg, tokenizer, method
         self.reward_of = REWARDS[reward]
-        self.eval_cfg = eval_config(cfg)
+        self.eval_cfg = eval_config(cfg, method)
         self.localizer = None if method is None else Localizer(
             tokenizer, method, weights=cfg.weights, rules=cfg.localize)
 

@@ -90,3 +90,40 @@ def test_coverage_reports_the_blocks_that_did_not_run():
     (loc,) = [d for d in out["diagnostics"] if d["kind"] == "probe_failure"]
     assert _inside((plain, plain + 10), loc["s_dir"])
     assert not _inside((shift, shift + 10), loc["s_dir"]) and _inside((shift, shift + 10), loc["s_ctx"])
+
+
+def test_passing_probes_paths_let_the_spectrum_blame_what_only_the_failing_path_ran():
+    from tests.localize.test_rule_intents import SPECTRUM
+
+    probe = lambda button, out: {"timeout_ms": 500, "steps": [  # noqa: E731
+        {"do": "click", "locator": button}, {"expect": "text", "locator": out, "value": "1"}]}
+    task = parse_task({"id": "tests/spectrum", "prompt": "x", "rubrics": [
+        {"id": "a", "text": "x", "kind": "dynamic", "importance": "core", "probe": probe("#a", "#n")},
+        {"id": "b", "text": "x", "kind": "dynamic", "importance": "core", "probe": probe("#b", "#m")}]})
+    app = "```html\n" + SPECTRUM + "\n```"
+    row = {"task_id": task.id, "response": app}
+
+    def scored(passing: bool) -> dict:
+        cfg = EvalConfig()
+        cfg = dataclasses.replace(cfg, browser=dataclasses.replace(
+            cfg.browser, coverage=True, coverage_passing=passing))
+        (rec,) = asyncio.run(score_rows_async([row], {task.id: task}, cfg))
+        return rec
+
+    rec = scored(True)
+    a, b = rec["rubrics"]
+    assert (a["verdict"], b["verdict"]) == ("pass", "fail")
+    assert {f["name"] for f in a["coverage"]["functions"]} >= {"show"}
+    out = localize_record(rec, method="sbfl", task=task)
+    (loc,) = [d for d in out["diagnostics"] if d["kind"] == "probe_failure"]
+    assert "spectrum" not in loc  # the localizer's input, not part of the record
+    bug = app.index("m -= 1;")
+    assert _inside((bug, bug + 7), loc["s_dir"])
+    other = app.index("n += 1;")
+    assert not _inside((other, other + 7), loc["s_dir"] + loc["s_ctx"])
+    # Without passing probes' paths there is no spectrum: the method blames nothing.
+    plain = scored(False)
+    assert "coverage" not in plain["rubrics"][0]
+    (loc,) = [d for d in localize_record(plain, method="sbfl", task=task)["diagnostics"]
+              if d["kind"] == "probe_failure"]
+    assert loc["s_dir"] == [] and loc["s_ctx"] == []

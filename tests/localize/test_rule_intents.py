@@ -636,6 +636,35 @@ ROWS = {
         spared=("const theme = 'dark';",), method="text"),
 }
 
+# Two buttons share show(); the failing probe clicked #b, the passing one #a. Names say
+# nothing here: only which code each probe's path ran.
+SPECTRUM = """<span id="n">0</span><span id="m">0</span>
+<button id="a">a</button><button id="b">b</button>
+<script>
+let n = 0, m = 0;
+function show() { document.getElementById('n').textContent = n; document.getElementById('m').textContent = m; }
+document.getElementById('a').addEventListener('click', () => { n += 1; show(); });
+document.getElementById('b').addEventListener('click', () => { m -= 1; show(); });
+</script>"""
+
+
+def _path(app: str, *starts: str) -> dict:
+    """Coverage in which the functions starting with each text ran once."""
+    g = build_graph(app)
+    spans = [next(f.span for f in g.functions if f.span[0] == app.index(t)) for t in starts]
+    return {"functions": [{"start": a, "end": b, "count": 1} for a, b in spans], "skipped": []}
+
+
+ROWS["what only the failing probe's path ran"] = Row(
+    SPECTRUM, "probe.spectrum",
+    {**probe_failure({"expect": "text", "locator": "#m", "value": "1"},
+                     {"do": "click", "locator": "#b"}),
+     "coverage": _path(SPECTRUM, "function show", "() => { m -= 1"),
+     "spectrum": {"failing": [_path(SPECTRUM, "function show", "() => { m -= 1")],
+                  "passing": [_path(SPECTRUM, "function show", "() => { n += 1")]}},
+    direct=("m -= 1;",), context=("document.getElementById('m').textContent = m;",),
+    spared=("n += 1;", "document.getElementById('m').textContent = m;"), method="sbfl")
+
 # Rules that blame nothing themselves: they run other rules (a chain's step, or a gate on
 # the diagnostic). Each is stated by a rule it runs: on, that rule blames; off, it does not.
 DISPATCH = {

@@ -30,9 +30,17 @@ def test_every_blamed_span_names_a_registered_rule():
     g = build_graph(TEXT)
     diags = [_error(), probe_failure({"expect": "text", "locator": "#out", "value": "ok"},
                                      {"do": "click", "locator": "#go"})]
+    # The spectrum method reads which code failing and passing probes ran, and only that.
+    path = lambda *names: {"functions": [  # noqa: E731
+        {"start": f.span[0], "end": f.span[1], "count": 1} for n in names
+        for f in g.functions_named(n)], "skipped": []}
+    spectrum = {"coverage": path("onGo"),
+                "spectrum": {"failing": [path("onGo")], "passing": [path("render")]}}
     for d in diags:
         for method in METHODS:
-            loc = localize(g, d, method)
+            if d["kind"] not in METHODS[method]:
+                continue  # a method that does not localize this kind
+            loc = localize(g, {**d, **spectrum} if method == "sbfl" else d, method)
             assert loc.evidence, (d["kind"], method)
             assert all(r in RULES for e in loc.evidence for r in rules_of(e)), loc.evidence
 
