@@ -84,6 +84,7 @@ MODELS = ("gemini-2.5-pro", "claude-sonnet-4-20250514", "gpt-4o")
 _STOPPED = {r.value for r in STOPPED}
 KINDS = {"seen": FAULTS, "unseen": UNSEEN, "all": {**FAULTS, **UNSEEN}}
 SPLITS = ("all", "dev", "held-out")
+ORDER = ("naive", "sbfl", "text", "grounded")  # the table's method rows, baselines first
 
 
 @dataclasses.dataclass(frozen=True)
@@ -273,7 +274,7 @@ def evaluate(mutants: list[dict], tasks: dict[str, Task], tok) -> list[list]:
                 per.setdefault((group, method), []).append(m)
     rows = []
     for kind in [*FAULTS, *UNSEEN, "ALL", *(f"ALL seed {s}" for s in seeds)]:
-        for method in ("naive", "sbfl", "text", "grounded"):
+        for method in [*ORDER, *(m for m in METHODS if m not in ORDER)]:
             ms = per.get((kind, method))
             if not ms:
                 continue

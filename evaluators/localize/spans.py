@@ -6,7 +6,7 @@ and the evaluator's diagnostics use. Each span comes with evidence: the rule and
 that ran before a probe failed; ``flow``: data flow among the statements that ran; ``text``:
 matched excerpts) that put it there.
 
-Three methods, selected by name in ``CHAINS`` (``METHODS``):
+Four methods, selected by name in ``CHAINS`` (``METHODS``):
 
 - ``text``: the code graph and the diagnostic's words only (locators, messages, excerpts),
   as RCCA's rubric-to-code localization.
@@ -17,6 +17,9 @@ Three methods, selected by name in ``CHAINS`` (``METHODS``):
   no element writes to start from (canvas snapshots), the statements the acted-on input's
   value reaches (a forward slice).
 - ``naive``: the baseline: whole functions around the code that queries the failing element.
+- ``sbfl``: spectrum-based suspiciousness alone (``spectrum``): the statements a failed probe's
+  path ran that the fewest passing probes' paths ran. It reads no names; it needs passing
+  probes' coverage (``BrowserConfig.coverage_passing``) and localizes probe failures only.
 
 The strategies live in sibling modules: ``spans_common`` (result type, span algebra, the
 case being localized, locators, failing probe steps), ``spans_probe`` (probe failures and
