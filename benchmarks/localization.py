@@ -264,16 +264,20 @@ def evaluate(mutants: list[dict], tasks: dict[str, Task], tok) -> list[list]:
     means of ``measure``."""
     per: dict[tuple[str, str], list[dict]] = {}
     seeds = sorted({rec.get("seed", 0) for rec in mutants})
+    # Both splits present (``--split all``): each reported apart as well, from the same mutants.
+    both = len({held_out(rec["task_id"]) for rec in mutants}) > 1
     for rec in mutants:
         ranges = token_char_ranges(rec["response"], tok)
         groups = [rec["mutation"]["kind"], "ALL"]
         groups += [f"ALL seed {rec.get('seed', 0)}"] if len(seeds) > 1 else []
+        groups += [f"ALL {'held-out' if held_out(rec['task_id']) else 'dev'}"] if both else []
         for method in METHODS:
             m = measure(rec, tasks[rec["task_id"]], method, ranges)
             for group in groups:
                 per.setdefault((group, method), []).append(m)
     rows = []
-    for kind in [*FAULTS, *UNSEEN, "ALL", *(f"ALL seed {s}" for s in seeds)]:
+    for kind in [*FAULTS, *UNSEEN, "ALL", "ALL dev", "ALL held-out",
+                 *(f"ALL seed {s}" for s in seeds)]:
         for method in [*ORDER, *(m for m in METHODS if m not in ORDER)]:
             ms = per.get((kind, method))
             if not ms:
