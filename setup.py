@@ -24,7 +24,9 @@ RAY = ["ray==2.60.0"]
 DEV = ["pytest==9.0.3", "pytest-timeout==2.4.0", "hypothesis==6.170.17", "torch==2.13.0",
        # `transformers serve`: a real OpenAI-compatible server for the judge's protocol test.
        "fastapi==0.165.0", "uvicorn==0.55.0", "openai==3.57.0", "starlette==1.10.0",
-       "rich==15.0.0", "accelerate==1.16.0"]
+       "rich==15.0.0", "accelerate==1.16.0",
+       # The figures of benchmarks/replication.py.
+       "matplotlib==3.10.3"]
 
 setup(
     name="rcca",

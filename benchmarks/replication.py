@@ -1,21 +1,26 @@
-"""Plain GRPO vs gated-reward GRPO vs RCCA on our task family, from the same SFT start and seeds.
+"""Credit-assignment arms from one SFT start per seed, with paired bootstrap intervals.
 
-  python benchmarks/replication.py [--config configs/tiny.py] [--steps 24] [--target 0.5]
+  python benchmarks/replication.py [--config configs/tiny.py] [--steps 20] [--seeds 0 1 2 3 4]
+      [--only rcca grpo-gated placebo ...] [--reference grpo-gated] [--target 0.5]
 
-Runs SFT once (the first variant's launcher run), then every variant's RL from
-that same SFT checkpoint, with the same prompts and sampling keys:
-  rcca        token weights from localized diagnostics, the gated reward
-  grpo-gated  flat weights, the gated reward
-  grpo-plain  flat weights, reward = share of rubrics passed (no gates)
-The later variants start from a copy of the first one's workdir cut back to the
-end of SFT; the loop resumes there exactly (tests/train/test_loop.py checks
-resume exactness), so only RL differs between them.
+Per seed (`--config.seed`), SFT runs once (the first arm's launcher run), then every arm's
+RL from that same SFT checkpoint, with the same prompts and sampling keys:
+  rcca          token weights from localized diagnostics, rescaled to mean 1 per row (the
+                demo's `train.weight_norm=row_mean`), the gated reward
+  rcca-given    the paper's weights as given (`train.weight_norm=none`)
+  placebo       as many blamed tokens per row at each weight, at random places
+  contrastive   rcca, but a blamed token shared with a better row of the group stays at 1
+  grpo-gated    flat weights, the gated reward
+  grpo-plain    flat weights, reward = share of rubrics passed (no gates)
+(`rcca_jax.train.credit` holds the arms.) The later arms start from a copy of the first
+one's workdir cut back to the end of SFT; the loop resumes there exactly
+(tests/train/test_loop.py checks resume exactness), so only RL differs between them.
 
-Prints, side by side: the gated reward of each RL batch (the task's own reward,
-whatever the variant trains on), its 3-step moving average, per-rubric pass
-rates over the first and last 5 steps, the evaluation before/after RL
-(`eval.samples` answers per held-out task), and the RL steps each variant needs
-for the moving average to reach --target.
+Writes into --out: `replication.md` (the table) and, with matplotlib, `replication.png`
+(batch gated reward over RL steps per arm, the mean over seeds with a band of one standard
+error), and prints the table. The primary figure is each arm's held-out gated reward after
+RL minus the reference arm's, paired by seed and task, with a 95% bootstrap interval that
+resamples seeds and, within each, tasks. With one seed the interval covers tasks only.
 """
 
 from __future__ import annotations
@@ -23,13 +28,23 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from evaluators.leaderboard import task_rewards  # noqa: E402
+
 VARIANTS = {
     "rcca": ["--config.rl.method=rcca", "--config.rl.reward=gated"],
+    "rcca-given": ["--config.rl.method=rcca", "--config.rl.reward=gated",
+                   "--config.train.weight_norm=none"],
+    "placebo": ["--config.rl.method=placebo", "--config.rl.reward=gated"],
+    "contrastive": ["--config.rl.method=contrastive", "--config.rl.reward=gated"],
     "grpo-gated": ["--config.rl.method=grpo", "--config.rl.reward=gated"],
     "grpo-plain": ["--config.rl.method=grpo", "--config.rl.reward=pass_rate"],
 }
@@ -65,53 +80,123 @@ def moving(xs: list[float], k: int = WINDOW) -> list[float]:
     return [sum(xs[max(0, i - k + 1):i + 1]) / len(xs[max(0, i - k + 1):i + 1]) for i in range(len(xs))]
 
 
-def report(curves: dict[str, list[dict]], results: dict[str, dict], target: float) -> None:
-    names = list(curves)
-    gated = {n: [r["reward/gated_mean"] for r in curves[n]] for n in names}
-    avg = {n: moving(gated[n]) for n in names}
-    print("step | " + " | ".join(f"{n} gated (avg{WINDOW})" for n in names))
-    for i in range(max(len(c) for c in curves.values())):
-        print(f"{i} | " + " | ".join(f"{gated[n][i]:.3f} ({avg[n][i]:.3f})" if i < len(gated[n]) else "-"
-                                     for n in names))
-    print()
-    rubrics = sorted({k for c in curves.values() for r in c for k in r if k.startswith("rubric/")})
-    print("rubric pass rate, first 5 -> last 5 steps | " + " | ".join(names))
-    for k in rubrics:
-        cells = []
-        for n in names:
-            a = [r[k] for r in curves[n][:5] if k in r]
-            b = [r[k] for r in curves[n][-5:] if k in r]
-            cells.append(f"{sum(a) / len(a):.2f} -> {sum(b) / len(b):.2f}" if a and b else "-")
-        print(f"{k[len('rubric/'):]} | " + " | ".join(cells))
-    print()
-    print(f"variant | eval after SFT | eval after RL | RL steps until avg{WINDOW} >= {target}")
-    for n in names:
-        hit = next((i for i, v in enumerate(avg[n]) if v >= target), None)
-        print(f"{n} | {results[n]['sft']:.3f} | {results[n]['rcca']:.3f} | "
-              f"{hit if hit is not None else 'not reached'}")
+def paired_bootstrap(diffs: dict[int, dict[str, float]], resamples: int = 2000,
+                     seed: int = 0) -> tuple[float, float, float]:
+    """(mean, 2.5%, 97.5%) of per-(seed, task) differences: seeds resampled, then tasks
+    within each drawn seed (two-stage), the mean over all drawn pairs each time.
+
+    Args:
+      diffs: {seed: {task: arm's reward minus the reference's}}; seeds with no task are left out.
+    """
+    groups = [np.asarray(list(d.values()), float) for d in diffs.values() if d]
+    if not groups:
+        return float("nan"), float("nan"), float("nan")
+    point = float(np.mean(np.concatenate(groups)))
+    rng = np.random.default_rng(seed)
+    means = np.empty(resamples)
+    for b in range(resamples):
+        drawn = [groups[i] for i in rng.integers(len(groups), size=len(groups))]
+        means[b] = np.mean(np.concatenate([g[rng.integers(len(g), size=len(g))] for g in drawn]))
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return point, float(lo), float(hi)
+
+
+def steps_to(values: list[float], target: float) -> int | None:
+    return next((i for i, v in enumerate(moving(values)) if v >= target), None)
+
+
+def summary(runs: dict[int, dict[str, dict]], reference: str, target: float) -> list[list[str]]:
+    """Rows: arm, seeds, held-out after SFT and after RL (mean over seeds), the paired
+    difference to `reference` with its interval, steps to `target`, last-5-step batch reward."""
+    arms = list(next(iter(runs.values())))
+    rows = []
+    for arm in arms:
+        per = [runs[s][arm] for s in runs if arm in runs[s]]
+        diffs = {s: {t: runs[s][arm]["tasks"][t] - runs[s][reference]["tasks"][t]
+                     for t in runs[s][arm]["tasks"] if t in runs[s][reference]["tasks"]}
+                 for s in runs if arm in runs[s] and reference in runs[s]}
+        m, lo, hi = paired_bootstrap(diffs)
+        hits = [h for h in (steps_to(r["gated"], target) for r in per) if h is not None]
+        reached = f"{len(hits)}/{len(per)}" + (f" (median {statistics.median(hits):g})" if hits else "")
+        rows.append([arm, str(len(per)), f"{statistics.fmean(r['sft'] for r in per):.3f}",
+                     f"{statistics.fmean(r['rl'] for r in per):.3f}",
+                     "-" if arm == reference else f"{m:+.3f} [{lo:+.3f}, {hi:+.3f}]", reached,
+                     f"{statistics.fmean(statistics.fmean(r['gated'][-5:]) for r in per):.3f}"])
+    return rows
+
+
+def markdown(rows: list[list[str]], reference: str, target: float) -> str:
+    head = ["arm", "seeds", "held-out after SFT", "held-out after RL",
+            f"after RL minus {reference} [95% CI]", f"seeds reaching avg{WINDOW} >= {target} (steps)",
+            "batch gated reward, last 5 steps"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def figure(runs: dict[int, dict[str, dict]], path: Path) -> bool:
+    """Batch gated reward per RL step, mean over seeds with a one-standard-error band."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for arm in next(iter(runs.values())):
+        curves = [runs[s][arm]["gated"] for s in runs if arm in runs[s]]
+        n = min(len(c) for c in curves)
+        y = np.array([c[:n] for c in curves])
+        mean = y.mean(0)
+        se = y.std(0, ddof=1) / np.sqrt(len(y)) if len(y) > 1 else np.zeros(n)
+        ax.plot(range(n), mean, label=arm)
+        ax.fill_between(range(n), mean - se, mean + se, alpha=0.2)
+    ax.set_xlabel("RL step")
+    ax.set_ylabel("batch gated reward")
+    ax.set_title(f"{len(runs)} seed(s); band: one standard error over seeds")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def run_seed(seed: int, args) -> dict[str, dict]:
+    out, base = {}, None
+    for name in args.only:
+        wd = REPO / args.out / f"seed{seed}" / name
+        if base is not None:
+            fork_at_sft(base, wd, first_rl_step(base))
+        cmd = [sys.executable, "-m", "rcca_jax.launch", f"--config={args.config}", f"--workdir={wd}",
+               f"--config.seed={seed}", f"--config.rl.steps={args.steps}", *VARIANTS[name]]
+        subprocess.run(cmd, cwd=REPO, check=True)
+        base = base or wd
+        result = json.loads((wd / "result.json").read_text())
+        records = [json.loads(x) for x in (wd / "eval" / "rl" / "records.jsonl").read_text().splitlines()]
+        first = first_rl_step(wd)
+        out[name] = {"sft": result["sft"], "rl": result["rcca"], "tasks": task_rewards(records),
+                     "gated": [r["reward/gated_mean"] for r in metrics(wd) if r["step"] >= first]}
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--config", default="configs/tiny.py")
     ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0])
     ap.add_argument("--target", type=float, default=0.5)
     ap.add_argument("--out", default="runs/replication")
-    ap.add_argument("--only", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--only", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    ap.add_argument("--reference", default="grpo-gated", choices=list(VARIANTS))
     args = ap.parse_args()
-    results, curves, base = {}, {}, None
-    for name in args.only:
-        wd = REPO / args.out / name
-        if base is not None:
-            fork_at_sft(base, wd, first_rl_step(base))
-        cmd = [sys.executable, "-m", "rcca_jax.launch", f"--config={args.config}", f"--workdir={wd}",
-               f"--config.rl.steps={args.steps}", *VARIANTS[name]]
-        subprocess.run(cmd, cwd=REPO, check=True)
-        base = base or wd
-        results[name] = json.loads((wd / "result.json").read_text())
-        first = first_rl_step(wd)
-        curves[name] = [r for r in metrics(wd) if r["step"] >= first]
-    report(curves, results, args.target)
+    if args.reference not in args.only:
+        ap.error(f"--reference {args.reference} must be one of the arms run (--only)")
+    runs = {s: run_seed(s, args) for s in args.seeds}
+    text = markdown(summary(runs, args.reference, args.target), args.reference, args.target)
+    out = REPO / args.out
+    (out / "replication.md").write_text(text)
+    drew = figure(runs, out / "replication.png")
+    print(text + (f"\nfigure: {out / 'replication.png'}" if drew else "\n(no matplotlib: no figure)"))
 
 
 if __name__ == "__main__":

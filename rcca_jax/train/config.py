@@ -81,7 +81,8 @@ class SFTConfig:
 class RLConfig:
     steps: int = 0
     prompts_per_step: int = 4      # over all processes; each samples its own share
-    method: str = "rcca"           # "rcca" (token weights) or "grpo" (flat weights)
+    method: str = "rcca"           # a key of rcca_jax.train.credit.CREDIT: "rcca" (token
+                                   # weights), "grpo" (flat), or a control arm
     reward: str = "gated"          # a key of rcca_jax.train.rewards.REWARDS
     localization: str = "grounded"  # a key of evaluators.localize.spans.METHODS
     updates_per_step: int = 1      # optimizer steps on each rollout batch (the clipped ratio keeps
@@ -200,9 +201,10 @@ def _registries() -> dict[tuple[str, str], Mapping]:
     from evaluators.localize.spans import METHODS
     from rcca_jax.rl.loss import AGGREGATORS, KL_ESTIMATORS, WEIGHT_NORMS
     from rcca_jax.rl.train_step import LR_SCHEDULES, OPTIMIZERS
+    from rcca_jax.train.credit import CREDIT
     from rcca_jax.train.rewards import FLEETS, REWARDS
 
-    return {("rl", "method"): {"rcca": None, "grpo": None}, ("rl", "reward"): REWARDS,
+    return {("rl", "method"): CREDIT, ("rl", "reward"): REWARDS,
             ("rl", "localization"): METHODS, ("evaluator", "backend"): FLEETS,
             ("train", "weight_norm"): WEIGHT_NORMS, ("train", "optimizer"): OPTIMIZERS,
             ("train", "agg"): AGGREGATORS, ("train", "kl_estimator"): KL_ESTIMATORS,

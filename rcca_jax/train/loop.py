@@ -34,6 +34,7 @@ from rcca_jax.state import TrainState, compile_step, global_batch
 from rcca_jax.train import batches, multihost, policy as policy_lib
 from rcca_jax.train.checkpoints import Checkpoints
 from rcca_jax.train.config import RunConfig
+from rcca_jax.train.credit import CREDIT
 from rcca_jax.train.data import (IndexStream, TaskData, filter_by_reward, load_task_data,
                                  read_sft_examples, tokenize_examples)
 from rcca_jax.train.metrics_log import MetricsLog
@@ -58,7 +59,7 @@ class Run:
         self._prompts: dict[str, list[int]] = {}
         n = int(np.prod(list(cfg.mesh.values())))
         self.mesh = sharding.make_mesh(cfg.mesh) if n > 1 else None
-        method = cfg.rl.localization if cfg.rl.method == "rcca" else None
+        method = None if CREDIT[cfg.rl.method] is None else cfg.rl.localization
         self.fleet = FLEETS[cfg.evaluator.backend](self.data.tasks, cfg.evaluator,
                                                    self.policy.tokenizer, method, cfg.rl.reward)
         self.sft_examples = self._sft_data(examples) if train and cfg.sft.steps else []

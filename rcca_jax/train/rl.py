@@ -26,6 +26,7 @@ from rcca_jax.rl.train_step import (Reference, compile_reference_logprobs, compi
                                     init_state, make_reference)
 from rcca_jax.state import TrainState, is_abstract
 from rcca_jax.train import batches, multihost
+from rcca_jax.train.credit import CREDIT
 from rcca_jax.train.data import PromptStream
 from rcca_jax.train.rewards import Scored
 
@@ -87,7 +88,9 @@ def rl_step(run, graphdef, state: TrainState, step_fn, ref_fn, ref: Reference | 
     ids, logp, scored, timing = sample_and_score(run, run.model_of(graphdef, state), mine, rng,
                                                  run.sampler, offset)
     adv = np.asarray(group_advantages(jnp.asarray(scored.rewards), jnp.asarray(scored.valid), g))
-    localized = _localized(scored, ids) if cfg.rl.method == "rcca" else None
+    credit = CREDIT[cfg.rl.method]
+    localized = None if credit is None else credit(
+        *_localized(scored, ids), ids, scored.rewards, g, cfg.seed)
     prompt_rows = [run.prompt_ids(t) for t in mine for _ in range(g)]
     local = batches.rl_batch(prompt_rows, ids, logp, adv, scored.valid, localized, cfg.seq_len,
                              run.policy.pad_id)
@@ -183,7 +186,8 @@ def _compile(run, model: Ling):
         raise ValueError(f"config.rl.prompts_per_step={cfg.rl.prompts_per_step} must split evenly "
                          f"over {run.processes} processes")
     n_rows = cfg.rl.prompts_per_step // run.processes * cfg.sampler.group_size
-    localized = None if cfg.rl.method == "grpo" else ([np.ones(1)] * n_rows, [np.zeros(1, bool)] * n_rows)
+    localized = None if CREDIT[cfg.rl.method] is None else (
+        [np.ones(1)] * n_rows, [np.zeros(1, bool)] * n_rows)
     example = batches.rl_batch([[0]] * n_rows, [np.zeros(1, np.int32)] * n_rows, [np.zeros(1)] * n_rows,
                                np.zeros(n_rows), np.ones(n_rows, bool), localized, cfg.seq_len, 0)
     if cfg.train.kl_coef:
