@@ -1,6 +1,6 @@
 """Credit-assignment arms from one SFT start per seed, with paired bootstrap intervals.
 
-  python benchmarks/replication.py [--config configs/tiny.py] [--steps 20] [--seeds 0 1 2 3 4]
+  python benchmarks/replication.py [--config configs/tiny.py:testbed] [--steps 20] [--seeds 0 1 2 3 4]
       [--only rcca grpo-gated placebo ...] [--reference grpo-gated] [--target 0.5]
 
 Per seed (`--config.seed`), SFT runs once (the first arm's launcher run), then every arm's
@@ -10,6 +10,9 @@ RL from that same SFT checkpoint, with the same prompts and sampling keys:
   rcca-given    the paper's weights as given (`train.weight_norm=none`)
   placebo       as many blamed tokens per row at each weight, at random places
   contrastive   rcca, but a blamed token shared with a better row of the group stays at 1
+  oracle        exactly the injected bug's tokens blamed (`rl.localization=oracle`): the
+                upper bound of localization, for the testbed (`configs/tiny.py:testbed`,
+                whose SFT references carry known bugs); elsewhere it blames nothing
   grpo-gated    flat weights, the gated reward
   grpo-plain    flat weights, reward = share of rubrics passed (no gates)
 (`rcca_jax.train.credit` holds the arms.) The later arms start from a copy of the first
@@ -45,6 +48,8 @@ VARIANTS = {
                    "--config.train.weight_norm=none"],
     "placebo": ["--config.rl.method=placebo", "--config.rl.reward=gated"],
     "contrastive": ["--config.rl.method=contrastive", "--config.rl.reward=gated"],
+    "oracle": ["--config.rl.method=rcca", "--config.rl.reward=gated",
+               "--config.rl.localization=oracle"],
     "grpo-gated": ["--config.rl.method=grpo", "--config.rl.reward=gated"],
     "grpo-plain": ["--config.rl.method=grpo", "--config.rl.reward=pass_rate"],
 }

@@ -2,7 +2,9 @@
 
 Run (a fresh 2-core machine; this is the README's main-job command):
   python -m rcca_jax.launch --config=configs/tiny.py
-Variants: `configs/tiny.py:grpo` (flat weights, gated reward) and `:smoke` (2 SFT + 2 RL steps).
+Variants: `configs/tiny.py:grpo` (flat weights, gated reward), `:smoke` (2 SFT + 2 RL steps)
+and `:testbed` (half the SFT references carry one known local bug, `evaluators.tasks.bugs`: the
+credit-assignment experiment of `benchmarks/replication.py`, whose `oracle` arm blames it).
 
 The same path as a released model's (configs/ling_flash.py): `model.init_from="scratch"` first
 writes a released-format checkpoint into `<workdir>/init` (random weights of the shape below, a
@@ -63,11 +65,13 @@ def get_config(arg: str | None = None) -> ml_collections.ConfigDict:
     cfg.log = ml_collections.ConfigDict({"every_steps": 1, "sample_apps": 1})
     if arg == "grpo":
         cfg.rl.method = "grpo"
+    elif arg == "testbed":
+        cfg.data.sft_bug_fraction = 0.5
     elif arg == "smoke":
         cfg.sft.steps, cfg.rl.steps, cfg.eval.max_tasks = 2, 2, 2
         cfg.rl.prompts_per_step, cfg.sampler.group_size, cfg.eval.samples = 2, 2, 2
         cfg.sampler.max_new_tokens = 32
         cfg.checkpoint.every_steps = 1
     elif arg:
-        raise ValueError(f"configs/tiny.py: unknown variant {arg!r} (grpo, smoke)")
+        raise ValueError(f"configs/tiny.py: unknown variant {arg!r} (grpo, smoke, testbed)")
     return complete(cfg)  # every field settable on the command line

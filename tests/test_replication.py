@@ -42,6 +42,7 @@ def test_the_table_reads_the_paired_difference_to_the_reference(tmp_path):
 
 
 def test_every_arm_is_a_valid_run_config():
+    from evaluators.localize.spans import METHODS
     from rcca_jax.train.credit import CREDIT
     from rcca_jax.rl.loss import WEIGHT_NORMS
 
@@ -49,3 +50,4 @@ def test_every_arm_is_a_valid_run_config():
         opts = dict(f.removeprefix("--config.").split("=", 1) for f in flags)
         assert opts["rl.method"] in CREDIT
         assert opts.get("train.weight_norm", "row_mean") in WEIGHT_NORMS
+        assert opts.get("rl.localization", "grounded") in METHODS

@@ -63,6 +63,12 @@ def _probes(task) -> dict:
     return out
 
 
+def _meta(task) -> dict:
+    """A ``tasks.Task``'s or task dict's ``meta`` ({} for None)."""
+    meta = task.get("meta") if isinstance(task, dict) else getattr(task, "meta", None)
+    return meta if isinstance(meta, dict) else {}
+
+
 def _region(record: dict) -> Span:
     ext = record.get("extraction")
     response = record.get("response") or ""
@@ -85,10 +91,14 @@ def localize_diagnostics(record: dict, method: str = "grounded", task=None,
     graph = build_graph(response, _region(record)) if record.get("extraction") else None
     probes = _probes(task)
     spectrum = _spectrum(record, diagnostics)
+    bug = _meta(task).get("sft_bug") if method == "oracle" else None
     for d in todo:
         seen = _with_probe_coverage(d, diagnostics)
+        # What the localizer reads beside the diagnostic; never stored in the record.
         if spectrum is not None and d.get("kind") == "probe_failure":
-            seen = {**seen, "spectrum": spectrum}  # read by the localizer, never stored
+            seen = {**seen, "spectrum": spectrum}
+        if bug is not None:
+            seen = {**seen, "sft_bug": bug}
         loc = (localize(graph, seen, method, probes.get(d.get("rubric_id")), rules)
                if graph is not None else Localization())
         d.update(loc.fields())
@@ -170,7 +180,7 @@ def localize_record(record: dict, method: str = "grounded", tokenizer=None,
     Args:
         record: An evaluator output record (``response``, ``diagnostics``, ``extraction``,
             ``rubrics``; optionally ``token_ids``).
-        method: ``text``, ``grounded``, ``naive`` or ``sbfl`` (``spans.METHODS``).
+        method: ``text``, ``grounded``, ``naive``, ``sbfl`` or ``oracle`` (``spans.METHODS``).
         tokenizer: A byte-level BPE fast tokenizer; None skips the weights.
         token_ids: The sampled ids [T]; default the record's ``token_ids``, else the
             tokenizer's encoding of the response.

@@ -6,7 +6,7 @@ and the evaluator's diagnostics use. Each span comes with evidence: the rule and
 that ran before a probe failed; ``flow``: data flow among the statements that ran; ``text``:
 matched excerpts) that put it there.
 
-Four methods, selected by name in ``CHAINS`` (``METHODS``):
+Five methods, selected by name in ``CHAINS`` (``METHODS``):
 
 - ``text``: the code graph and the diagnostic's words only (locators, messages, excerpts),
   as RCCA's rubric-to-code localization.
@@ -17,6 +17,8 @@ Four methods, selected by name in ``CHAINS`` (``METHODS``):
   no element writes to start from (canvas snapshots), the statements the acted-on input's
   value reaches (a forward slice).
 - ``naive``: the baseline: whole functions around the code that queries the failing element.
+- ``oracle``: the credit-assignment testbed's upper bound: exactly the bug injected into the
+  task's SFT reference (``oracle``, ``tasks.bugs``), wherever the answer holds it.
 - ``sbfl``: spectrum-based suspiciousness alone (``spectrum``): the statements a failed probe's
   path ran that the fewest passing probes' paths ran. It reads no names; it needs passing
   probes' coverage (``BrowserConfig.coverage_passing``) and localizes probe failures only.
@@ -51,6 +53,7 @@ from evaluators.localize.spans_errors import (
     _syntax_naive, spans_from_text_evidence,
 )
 from evaluators.localize.spans_judge import judge_evidence, judge_naive
+from evaluators.localize.oracle import injected_bug
 from evaluators.localize.spectrum import spectrum_blame
 from evaluators.localize.spans_probe import (
     _context_step, _definite_bugs_step, _ground_step, _probe_fallback, _probe_naive,
@@ -104,6 +107,9 @@ CHAINS: dict[str, dict[str, Chain]] = {
     # Spectrum-based suspiciousness alone (needs passing probes' coverage): the baseline
     # that reads no names. Other kinds are not localized by it.
     "sbfl": {"probe_failure": (Step(spectrum_blame),)},
+    # The credit-assignment testbed's upper bound: the injected bug, for every kind.
+    "oracle": {k: (Step(injected_bug),) for k in ("probe_failure", "page_error", "syntax_error",
+                                                   "runtime_failure", "judge_finding")},
     "naive": {"probe_failure": (Step(_probe_naive),), "page_error": (Step(_page_error_naive),),
               "syntax_error": (Step(_syntax_naive),),
               "runtime_failure": (Step(_runtime_failure),),

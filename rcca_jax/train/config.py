@@ -58,6 +58,11 @@ class DataConfig:
         models' answers), or "" for no SFT data.
       sft_min_reward: >= 0 keeps only SFT responses whose gated reward, scored by our
         evaluator before SFT, is at least this (rejection-sampled SFT); < 0 keeps all.
+      sft_bug_fraction: the credit-assignment testbed (`evaluators.tasks.bugs`): this share
+        of training tasks (by a hash of the id and `seed`) have one realistic local bug
+        put into the reference SFT learns from, recorded in the task's `meta.sft_bug`
+        (so the `oracle` localization can blame exactly it). Needs
+        `sft_source="references"`.
     """
 
     source: str = "taskfamily"
@@ -67,6 +72,7 @@ class DataConfig:
     eval_source: str = ""
     sft_source: str = "references"
     sft_min_reward: float = -1.0
+    sft_bug_fraction: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -278,6 +284,11 @@ def _check(cfg: RunConfig) -> None:
     if not d.source:
         raise ConfigError("config.data.source: missing; give 'taskfamily' or a tasks.jsonl "
                           "(--config.data.source=PATH)")
+    if not 0.0 <= d.sft_bug_fraction <= 1.0:
+        raise ConfigError(f"config.data.sft_bug_fraction={d.sft_bug_fraction} must be in [0, 1]")
+    if d.sft_bug_fraction and d.sft_source != "references":
+        raise ConfigError("config.data.sft_bug_fraction needs sft_source='references' (bugs are "
+                          f"put into the tasks' references), got sft_source={d.sft_source!r}")
     if not 0.0 <= d.eval_fraction < 1.0:
         raise ConfigError(f"config.data.eval_fraction={d.eval_fraction} must be in [0, 1)")
     if d.eval_source and d.eval_fraction:

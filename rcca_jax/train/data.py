@@ -15,7 +15,7 @@ import json
 from pathlib import Path
 from typing import Callable, Sequence
 
-from evaluators.tasks import FormatError, Task, iter_jsonl, load_tasks
+from evaluators.tasks import FormatError, Task, bugs, iter_jsonl, load_tasks
 from rcca_jax.train.config import DataConfig
 
 
@@ -55,15 +55,32 @@ def load_task_data(cfg: DataConfig, workdir: Path) -> TaskData:
     eval_src = tfds_tasks.prepare(workdir / "tfds", tcfg, "eval")
     train = [tfds_tasks.decode(train_src[i]) for i in range(len(train_src))]
     held = [tfds_tasks.decode(eval_src[i]) for i in range(len(eval_src))]
+    bugged = _inject_bugs(train, cfg) if cfg.sft_bug_fraction else 0
     path = workdir / "tasks.jsonl"
     path.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in train + held), "utf-8")
     tasks = load_tasks(path)  # validates; errors name file, line and field
     if not train:
         raise ValueError(f"config.data.source={cfg.source!r}: no training task is left after "
                          "the held-out split")
-    counts = {"tasks/train": len(train), "tasks/held_out": len(held)}
+    counts = {"tasks/train": len(train), "tasks/held_out": len(held), "sft/bugged": bugged}
     return TaskData(tasks, {t["id"]: t for t in train + held}, [t["id"] for t in train],
                     [t["id"] for t in held], train_src, counts)
+
+
+def _inject_bugs(train: list[dict], cfg: DataConfig) -> int:
+    """Puts one bug into the reference of the selected training tasks (in place: the task
+    written to tasks.jsonl carries the bugged reference and `meta.sft_bug`); returns how many.
+    Held-out tasks are never touched."""
+    n = 0
+    for t in train:
+        meta = t.get("meta") or {}
+        if not meta.get("reference") or not bugs.selected(t["id"], cfg.sft_bug_fraction, cfg.seed):
+            continue
+        got = bugs.inject(meta["reference"], t["id"], cfg.seed)
+        if got is not None:
+            t["meta"] = {**meta, "reference": got[0], "sft_bug": got[1].to_json()}
+            n += 1
+    return n
 
 
 @dataclasses.dataclass(frozen=True)

@@ -665,6 +665,15 @@ ROWS["what only the failing probe's path ran"] = Row(
     direct=("m -= 1;",), context=("document.getElementById('m').textContent = m;",),
     spared=("n += 1;", "document.getElementById('m').textContent = m;"), method="sbfl")
 
+_BUG = SPECTRUM.index("m -= 1;")
+ROWS["the bug injected into the task's SFT reference"] = Row(
+    SPECTRUM, "oracle.injected_bug",
+    {**probe_failure({"expect": "text", "locator": "#m", "value": "1"},
+                     {"do": "click", "locator": "#b"}),
+     "sft_bug": {"kind": "operator", "before": SPECTRUM[_BUG - 12:_BUG + 2], "new": "-",
+                 "after": SPECTRUM[_BUG + 3:_BUG + 14]}},
+    direct=("-",), spared=("n += 1;", "show();"), method="oracle")
+
 # Rules that blame nothing themselves: they run other rules (a chain's step, or a gate on
 # the diagnostic). Each is stated by a rule it runs: on, that rule blames; off, it does not.
 DISPATCH = {

@@ -40,7 +40,9 @@ def test_every_blamed_span_names_a_registered_rule():
         for method in METHODS:
             if d["kind"] not in METHODS[method]:
                 continue  # a method that does not localize this kind
-            loc = localize(g, {**d, **spectrum} if method == "sbfl" else d, method)
+            extra = {"sbfl": spectrum, "oracle": {"sft_bug": {
+                "kind": "handler", "before": "onGo() { ", "new": "rendr", "after": "(); }"}}}
+            loc = localize(g, {**d, **extra.get(method, {})}, method)
             assert loc.evidence, (d["kind"], method)
             assert all(r in RULES for e in loc.evidence for r in rules_of(e)), loc.evidence
 

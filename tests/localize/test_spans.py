@@ -289,8 +289,8 @@ def test_unlocalized_kinds_and_unknown_method(g):
     assert localize(g, {"kind": "dialog", "severity": "info"}).s_dir == ()
     assert localize(g, {"kind": "no_app"}).evidence == ()
     with pytest.raises(KeyError):
-        localize(g, TEXT_AFTER_INC, "oracle")
-    assert set(METHODS) == {"text", "grounded", "naive", "sbfl"}
+        localize(g, TEXT_AFTER_INC, "guess")
+    assert set(METHODS) == {"text", "grounded", "naive", "sbfl", "oracle"}
 
 
 def test_text_evidence(g):

@@ -69,3 +69,25 @@ def test_index_stream_resumes_exactly():
     b = IndexStream(5, seed=1, state=a.state())
     assert a.next(6) == b.next(6)
     assert sorted(IndexStream(5, seed=2).next(5)) == [0, 1, 2, 3, 4]
+
+
+def test_the_testbed_puts_one_known_bug_into_a_share_of_training_references(tmp_path):
+    from evaluators.tasks.bugs import Bug, find
+
+    cfg = DataConfig(source="taskfamily", num_tasks=24, eval_fraction=0.25,
+                     sft_source="references", sft_bug_fraction=0.5)
+    td = load_task_data(cfg, tmp_path / "work")
+    clean = load_task_data(DataConfig(source="taskfamily", num_tasks=24, eval_fraction=0.25),
+                           tmp_path / "clean")
+    bugged = [t for t in td.train_ids if "sft_bug" in td.tasks[t].meta]
+    assert td.counts["sft/bugged"] == len(bugged) and 0 < len(bugged) < len(td.train_ids)
+    for t in td.train_ids:
+        ref, was = td.raw[t]["meta"]["reference"], clean.raw[t]["meta"]["reference"]
+        if t not in bugged:
+            assert ref == was
+            continue
+        bug = Bug.from_json(td.tasks[t].meta["sft_bug"])
+        assert find(ref, bug) is not None and find(was, bug) is None and ref != was
+    assert all(td.raw[t] == clean.raw[t] for t in td.eval_ids)  # held-out tasks untouched
+    examples, _ = read_sft_examples(cfg, td)  # SFT learns the bugged references
+    assert {e.task_id: e.response for e in examples}[bugged[0]] == td.raw[bugged[0]]["meta"]["reference"]

@@ -43,7 +43,7 @@ def test_prompt_stream_state_round_trip(tmp_path):
 
 
 def test_tiny_configs_validate():
-    for arg in (None, "grpo", "smoke"):
+    for arg in (None, "grpo", "smoke", "testbed"):
         spec = "configs/tiny.py" + (f":{arg}" if arg else "")
         cfg = run_config(configs.load(str(REPO / spec)), 8)
         assert cfg.sampler.group_size >= 2 and cfg.model.init_from == "scratch"
