@@ -2,6 +2,11 @@
 
   python benchmarks/replication.py [--config configs/tiny.py:testbed] [--steps 20] [--seeds 0 1 2 3 4]
       [--only rcca grpo-gated placebo ...] [--reference grpo-gated] [--target 0.5]
+      [--config.<field>=<value> ...]   (passed to every launcher run)
+
+Short version (2 seeds, 4 arms, few steps; see the README for its time):
+  python benchmarks/replication.py --config configs/tiny.py:testbed --seeds 0 1 --steps 4 \
+      --only grpo-gated rcca placebo oracle --config.eval.samples=2
 
 Per seed (`--config.seed`), SFT runs once (the first arm's launcher run), then every arm's
 RL from that same SFT checkpoint, with the same prompts and sampling keys:
@@ -173,7 +178,8 @@ def run_seed(seed: int, args) -> dict[str, dict]:
         if base is not None:
             fork_at_sft(base, wd, first_rl_step(base))
         cmd = [sys.executable, "-m", "rcca_jax.launch", f"--config={args.config}", f"--workdir={wd}",
-               f"--config.seed={seed}", f"--config.rl.steps={args.steps}", *VARIANTS[name]]
+               f"--config.seed={seed}", f"--config.rl.steps={args.steps}", *args.launcher,
+               *VARIANTS[name]]
         subprocess.run(cmd, cwd=REPO, check=True)
         base = base or wd
         result = json.loads((wd / "result.json").read_text())
@@ -193,7 +199,10 @@ def main() -> None:
     ap.add_argument("--out", default="runs/replication")
     ap.add_argument("--only", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--reference", default="grpo-gated", choices=list(VARIANTS))
-    args = ap.parse_args()
+    args, args.launcher = ap.parse_known_args()
+    bad = [a for a in args.launcher if not a.startswith("--config.")]
+    if bad:
+        ap.error(f"unknown arguments {bad} (only --config.* flags go on to the launcher)")
     if args.reference not in args.only:
         ap.error(f"--reference {args.reference} must be one of the arms run (--only)")
     runs = {s: run_seed(s, args) for s in args.seeds}
