@@ -117,7 +117,8 @@ def steps_to(values: list[float], target: float) -> int | None:
 
 def summary(runs: dict[int, dict[str, dict]], reference: str, target: float) -> list[list[str]]:
     """Rows: arm, seeds, held-out after SFT and after RL (mean over seeds), the paired
-    difference to `reference` with its interval, steps to `target`, last-5-step batch reward."""
+    difference to `reference` with its interval, steps to `target`, last-5-step batch reward,
+    and on the testbed the share of answers still holding the injected bug."""
     arms = list(next(iter(runs.values())))
     rows = []
     for arm in arms:
@@ -128,17 +129,20 @@ def summary(runs: dict[int, dict[str, dict]], reference: str, target: float) -> 
         m, lo, hi = paired_bootstrap(diffs)
         hits = [h for h in (steps_to(r["gated"], target) for r in per) if h is not None]
         reached = f"{len(hits)}/{len(per)}" + (f" (median {statistics.median(hits):g})" if hits else "")
+        bug = [r["bug"] for r in per if r.get("bug")]
         rows.append([arm, str(len(per)), f"{statistics.fmean(r['sft'] for r in per):.3f}",
                      f"{statistics.fmean(r['rl'] for r in per):.3f}",
                      "-" if arm == reference else f"{m:+.3f} [{lo:+.3f}, {hi:+.3f}]", reached,
-                     f"{statistics.fmean(statistics.fmean(r['gated'][-5:]) for r in per):.3f}"])
+                     f"{statistics.fmean(statistics.fmean(r['gated'][-5:]) for r in per):.3f}",
+                     f"{statistics.fmean(statistics.fmean(b[:5]) for b in bug):.2f} -> "
+                     f"{statistics.fmean(statistics.fmean(b[-5:]) for b in bug):.2f}" if bug else "-"])
     return rows
 
 
 def markdown(rows: list[list[str]], reference: str, target: float) -> str:
     head = ["arm", "seeds", "held-out after SFT", "held-out after RL",
             f"after RL minus {reference} [95% CI]", f"seeds reaching avg{WINDOW} >= {target} (steps)",
-            "batch gated reward, last 5 steps"]
+            "batch gated reward, last 5 steps", "answers holding the testbed bug, first -> last 5 steps"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines) + "\n"
@@ -185,8 +189,10 @@ def run_seed(seed: int, args) -> dict[str, dict]:
         result = json.loads((wd / "result.json").read_text())
         records = [json.loads(x) for x in (wd / "eval" / "rl" / "records.jsonl").read_text().splitlines()]
         first = first_rl_step(wd)
+        rl = [r for r in metrics(wd) if r["step"] >= first]
         out[name] = {"sft": result["sft"], "rl": result["rcca"], "tasks": task_rewards(records),
-                     "gated": [r["reward/gated_mean"] for r in metrics(wd) if r["step"] >= first]}
+                     "gated": [r["reward/gated_mean"] for r in rl],
+                     "bug": [r["testbed/bug_rate"] for r in rl if "testbed/bug_rate" in r]}
     return out
 
 

@@ -28,7 +28,8 @@ def test_the_interval_covers_the_differences_spread_over_seeds_and_tasks():
 def _runs():
     tasks = {"a": 0.2, "b": 0.4}
     arm = lambda bump: {"sft": 0.3, "rl": 0.3 + bump, "gated": [0.4, 0.5, 0.6, 0.6, 0.7],  # noqa: E731
-                        "tasks": {t: v + bump for t, v in tasks.items()}}
+                        "tasks": {t: v + bump for t, v in tasks.items()},
+                        "bug": [0.5, 0.4] * 5 if bump else []}
     return {s: {"rcca": arm(0.05), "grpo-gated": arm(0.0)} for s in (0, 1)}
 
 
@@ -36,6 +37,7 @@ def test_the_table_reads_the_paired_difference_to_the_reference(tmp_path):
     rows = summary(_runs(), "grpo-gated", 0.5)
     assert rows[0][:5] == ["rcca", "2", "0.300", "0.350", "+0.050 [+0.050, +0.050]"]
     assert rows[1][4] == "-" and rows[0][5] == "2/2 (median 2)"
+    assert rows[0][7] == "0.46 -> 0.44" and rows[1][7] == "-"
     text = markdown(rows, "grpo-gated", 0.5)
     assert text.splitlines()[0].startswith("| arm | seeds |") and "+0.050" in text
     assert figure(_runs(), tmp_path / "r.png") and (tmp_path / "r.png").stat().st_size > 1000

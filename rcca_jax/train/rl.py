@@ -26,6 +26,7 @@ from rcca_jax.rl.train_step import (Reference, compile_reference_logprobs, compi
                                     init_state, make_reference)
 from rcca_jax.state import TrainState, is_abstract
 from rcca_jax.train import batches, multihost
+from evaluators.tasks.bugs import Bug, find
 from rcca_jax.train.credit import CREDIT
 from rcca_jax.train.data import PromptStream
 from rcca_jax.train.rewards import Scored
@@ -105,7 +106,7 @@ def rl_step(run, graphdef, state: TrainState, step_fn, ref_fn, ref: Reference | 
             on_policy_diff = metrics["policy/logp_diff_max"]
     metrics = dict(jax.device_get(metrics))  # those of the last update
     metrics["policy/sampler_logp_diff_max"] = float(on_policy_diff)
-    metrics.update(reward_metrics(scored, adv))
+    metrics.update(reward_metrics(scored, adv, testbed_bugs(run.data.tasks)))
     metrics.update(timing)
     metrics.update({"time/train_s": time.perf_counter() - t0,
                     "time/evaluate_wait_s": scored.wait_seconds,
@@ -114,14 +115,23 @@ def rl_step(run, graphdef, state: TrainState, step_fn, ref_fn, ref: Reference | 
     return state, metrics, scored
 
 
-def _row_summary(scored: Scored, adv) -> dict:
+def testbed_bugs(tasks: dict) -> dict[str, Bug]:
+    """{task id: the bug its SFT reference carried} (`data.sft_bug_fraction`; {} without)."""
+    return {tid: Bug.from_json(t.meta["sft_bug"]) for tid, t in tasks.items()
+            if isinstance(t.meta.get("sft_bug"), dict)}
+
+
+def _row_summary(scored: Scored, adv, bugs: dict[str, Bug] | None = None) -> dict:
     """What the step's metrics need from this process's rows (JSON: gathered across processes)."""
     recs = scored.records
     out = {"rewards": [float(x) for x in scored.rewards], "valid": [bool(x) for x in scored.valid],
            "gated": [float(r["reward"]) for r in recs if r.get("status") == "ok"
                      and r.get("reward") is not None],
            "gates": [r.get("gate") for r in recs], "adv_abs": [float(abs(a)) for a in adv],
-           "align_errors": scored.align_errors, "rubrics": {}}
+           "align_errors": scored.align_errors, "rubrics": {},
+           # Answers to a testbed task that hold its injected bug (the policy still writes it).
+           "bug": [find(r.get("response") or "", bugs[r["task_id"]]) is not None
+                   for r in recs if bugs and r.get("task_id") in bugs]}
     for r in recs:
         for v in r.get("rubrics") or ():
             if v.get("verdict") in ("pass", "fail"):
@@ -129,10 +139,11 @@ def _row_summary(scored: Scored, adv) -> dict:
     return out
 
 
-def reward_metrics(scored: Scored, adv) -> dict:
+def reward_metrics(scored: Scored, adv, bugs: dict[str, Bug] | None = None) -> dict:
     """The step's reward, gate and rubric metrics over the rows of every process (the weight
-    metrics come from the train step, which applies the weights)."""
-    parts = multihost.allgather_objects(_row_summary(scored, adv))
+    metrics come from the train step, which applies the weights); with the testbed's `bugs`,
+    the share of answers to bugged tasks that hold the bug (`testbed/bug_rate`)."""
+    parts = multihost.allgather_objects(_row_summary(scored, adv, bugs))
     cat = lambda key: [x for p in parts for x in p[key]]  # noqa: E731
     rewards, valid, gated, gates = np.asarray(cat("rewards")), np.asarray(cat("valid"), bool), \
         cat("gated"), cat("gates")
@@ -150,6 +161,8 @@ def reward_metrics(scored: Scored, adv) -> dict:
         for k, v in p["rubrics"].items():
             rubrics.setdefault(k, []).extend(v)
     m.update({f"rubric/{k}": float(np.mean(v)) for k, v in rubrics.items()})
+    if cat("bug"):
+        m["testbed/bug_rate"] = float(np.mean(cat("bug")))
     return m
 
 

@@ -54,3 +54,28 @@ def test_every_arm_but_grpo_transforms_the_localized_weights():
     ids, w, d = _rows()
     assert CREDIT["rcca"](w, d, ids, np.zeros(2), 2, 0) == (w, d)
     assert set(CREDIT) == {"rcca", "grpo", "placebo", "contrastive"}
+
+
+def test_the_step_reports_how_often_answers_still_hold_the_testbed_bug():
+    from evaluators.tasks import parse_task
+    from evaluators.tasks.bugs import Bug
+    from rcca_jax.train.rewards import Scored
+    from rcca_jax.train.rl import reward_metrics, testbed_bugs
+
+    bug = Bug("operator", "count ", "-", "= step;")
+    tasks = {tid: parse_task({"id": tid, "prompt": "p", "rubrics": [
+        {"id": "r", "text": "t", "kind": "initial", "importance": "core"}],
+        "meta": {"sft_bug": bug.to_json()} if tid == "bugged" else {}})
+        for tid in ("bugged", "clean")}
+    bugs = testbed_bugs(tasks)
+    assert list(bugs) == ["bugged"] and bugs["bugged"] == bug
+    recs = [{"task_id": "bugged", "response": "x count -= step; y", "status": "ok", "reward": 0.2,
+             "gate": None, "rubrics": []},
+            {"task_id": "bugged", "response": "x count += step; y", "status": "ok", "reward": 1.0,
+             "gate": None, "rubrics": []},
+            {"task_id": "clean", "response": "count -= step;", "status": "ok", "reward": 1.0,
+             "gate": None, "rubrics": []}]
+    scored = Scored(np.array([0.2, 1.0, 1.0], np.float32), np.ones(3, bool), [], [], recs, 0.0, 0)
+    m = reward_metrics(scored, np.zeros(3), bugs)
+    assert m["testbed/bug_rate"] == 0.5  # of the two answers to the bugged task
+    assert "testbed/bug_rate" not in reward_metrics(scored, np.zeros(3), {})
