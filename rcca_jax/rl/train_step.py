@@ -127,8 +127,9 @@ def _micro_loss(graphdef, cfg: TrainConfig, temperature: float, params, rest, mb
                                 positive_other=cfg.positive_other,
                                 positive_diagnosed=cfg.positive_diagnosed)
         dir_neg = (mb["diagnosed"][:, 1:] & (mb["advantages"][:, None] < 0)).astype(jnp.float32) * m
+        diag = mb["diagnosed"][:, 1:].astype(jnp.float32) * m
         w_sums = {"w": (weights * m).sum(), "w_dir": (weights * dir_neg).sum(), "n_dir": dir_neg.sum(),
-                  "n_diag": (mb["diagnosed"][:, 1:] * m).sum()}
+                  "n_diag": diag.sum(), "ent_diag": (ent * diag).sum()}
     else:
         weights, w_sums = jnp.ones_like(logp), {}
     weights = WEIGHT_NORMS[cfg.weight_norm](weights, m)
@@ -210,6 +211,11 @@ def train_step(graphdef, cfg: TrainConfig, state: TrainState, batch: dict, *,
         out["weights/frac_diagnosed"] = sums["n_diag"].sum() / tokens
         out["weights/mean_dir"] = jnp.where(sums["n_dir"].sum() > 0, sums["w_dir"].sum()
                                             / jnp.maximum(sums["n_dir"].sum(), 1.0), 1.0)
+        # Does the policy grow unsure where it was blamed, and only there?
+        n_diag = sums["n_diag"].sum()
+        out["policy/entropy_diagnosed"] = sums["ent_diag"].sum() / jnp.maximum(n_diag, 1.0)
+        out["policy/entropy_other"] = ((sums["entropy"].sum() - sums["ent_diag"].sum())
+                                       / jnp.maximum(sums["tokens"].sum() - n_diag, 1.0))
     return TrainState(params, rest, opt_state, state.step + 1), out
 
 

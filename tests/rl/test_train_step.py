@@ -308,3 +308,11 @@ def test_weighted_step_matches_a_float64_reference():
     assert abs(want) > 1e-3
     dir_neg = batch["diagnosed"][:, 1:] & (adv[:, None] < 0) & (m > 0)
     assert metrics["weights/mean_dir"] == pytest.approx(batch["weights_base"][:, 1:][dir_neg].mean(), rel=1e-5)
+    # Entropy of the tempered policy, over diagnosed and other loss tokens apart.
+    p = np.exp(logits - np.log(np.exp(logits).sum(-1, keepdims=True)))
+    ent = -(p * np.log(p)).sum(-1)
+    diag = batch["diagnosed"][:, 1:] & (m > 0)
+    other = ~batch["diagnosed"][:, 1:] & (m > 0)
+    assert diag.any() and other.any()
+    assert metrics["policy/entropy_diagnosed"] == pytest.approx(ent[diag].mean(), rel=1e-4)
+    assert metrics["policy/entropy_other"] == pytest.approx(ent[other].mean(), rel=1e-4)
