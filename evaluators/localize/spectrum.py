@@ -27,8 +27,8 @@ from evaluators.localize.rules import rule
 from evaluators.localize.spans_common import Ops, _Case, ran_functions
 
 Span = tuple[int, int]
-# Statements in the top tier beyond this share of the app's code are not blamed directly:
-# a tie that large says the spectrum cannot tell (every probe ran the same code).
+# A top tier whose statements cover more than this share of the app's JavaScript is not blamed
+# directly (context only): a tie that large says the spectrum cannot tell (every probe ran it).
 MAX_DIR_SHARE = 0.25
 
 
