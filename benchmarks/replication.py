@@ -6,7 +6,7 @@
 
 Short version (2 seeds, 4 arms, few steps; see the README for its time):
   python benchmarks/replication.py --config configs/tiny.py:testbed --seeds 0 1 --steps 4 \
-      --only grpo-gated rcca placebo oracle --config.eval.samples=2
+      --only grpo-gated rcca placebo oracle --config.eval.samples=1
 
 Per seed (`--config.seed`), SFT runs once (the first arm's launcher run), then every arm's
 RL from that same SFT checkpoint, with the same prompts and sampling keys:
