@@ -90,7 +90,8 @@ def localize_diagnostics(record: dict, method: str = "grounded", task=None,
     response = record.get("response") or ""
     graph = build_graph(response, _region(record)) if record.get("extraction") else None
     probes = _probes(task)
-    spectrum = _spectrum(record, diagnostics)
+    # Inputs only one method reads, gathered only for it.
+    spectrum = _spectrum(record, diagnostics) if method == "sbfl" else None
     bug = _meta(task).get("sft_bug") if method == "oracle" else None
     for d in todo:
         seen = _with_probe_coverage(d, diagnostics)

@@ -81,7 +81,7 @@ def _localized(scored: Scored, ids) -> tuple[list[np.ndarray], list[np.ndarray]]
 
 
 def rl_step(run, graphdef, state: TrainState, step_fn, ref_fn, ref: Reference | None,
-            stream: PromptStream, rng: jax.Array):
+            stream: PromptStream, rng: jax.Array, bugs: dict[str, Bug] | None = None):
     """Samples this process's share, scores it, builds the global batch, trains."""
     cfg = run.cfg
     g = cfg.sampler.group_size
@@ -106,7 +106,7 @@ def rl_step(run, graphdef, state: TrainState, step_fn, ref_fn, ref: Reference | 
             on_policy_diff = metrics["policy/logp_diff_max"]
     metrics = dict(jax.device_get(metrics))  # those of the last update
     metrics["policy/sampler_logp_diff_max"] = float(on_policy_diff)
-    metrics.update(reward_metrics(scored, adv, testbed_bugs(run.data.tasks)))
+    metrics.update(reward_metrics(scored, adv, bugs))
     metrics.update(timing)
     metrics.update({"time/train_s": time.perf_counter() - t0,
                     "time/evaluate_wait_s": scored.wait_seconds,
@@ -232,12 +232,13 @@ def run_rl(run, model: Ling, first: int) -> Ling:
     stream = PromptStream(run.data.train_source, cfg.data.seed + 1, run.meta["stream"], keep=run.fits)
     rng = jax.random.PRNGKey(run.meta["rng"])
     bar = run.bar(cfg.rl.steps, first - start, "rl")
+    bugs = testbed_bugs(run.data.tasks)  # the tasks do not change during the run
     from rcca_jax.train.evaluation import evaluate
 
     for step in range(first, end):
         _profile(run, step - start)
         state, metrics, scored = rl_step(run, graphdef, state, step_fn, ref_fn, ref, stream,
-                                         jax.random.fold_in(rng, step))
+                                         jax.random.fold_in(rng, step), bugs)
         run.meta["stream"] = stream.state()
         run.log_step(step, metrics, bar)
         for rec in scored.records[:cfg.log.sample_apps] if run.process == 0 else ():
