@@ -87,12 +87,22 @@ def run(model: str, task_ids: list[str] | None, workers: int, pages: int,
                                       "official": "passed" if official[key] else "failed",
                                       "ours": ours["verdict"], "step": ours.get("failed_step"),
                                       "message": (ours.get("message") or "")[:160],
-                                      "gate": rec["gate"]})
+                                      "gate": rec["gate"],
+                                      "ms": ours.get("duration_ms"),
+                                      "rerun": (ours.get("rerun") or {}).get("first_message")})
     total = sum(matrix.values())
     agree = matrix[(True, True)] + matrix[(False, False)]
     return {"agreement": agree / total if total else 0.0, "matrix": matrix, "total": total,
             "disagreements": disagreements, "errors": errors, "seconds": seconds,
             "records": records}
+
+
+def disagreement_table(disagreements: list[dict]) -> str:
+    """The disagreeing rubrics as a text table: the probe's duration and, for a probe run
+    again alone, its first run's message tell contention from the app."""
+    if not disagreements:
+        return "(none)"
+    return table(list(disagreements[0]), [list(x.values()) for x in disagreements])
 
 
 def main() -> None:
@@ -126,8 +136,7 @@ def main() -> None:
             print(f"  {key[0]} / {key[1]}: {msg}")
     if res["disagreements"]:
         print("\nDisagreements:")
-        d = res["disagreements"]
-        print(table(list(d[0]), [list(x.values()) for x in d]))
+        print(disagreement_table(res["disagreements"]))
 
 
 if __name__ == "__main__":

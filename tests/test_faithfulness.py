@@ -23,4 +23,5 @@ def test_agreement_with_official_results_on_a_fixed_subset(interactscience):
     res = faithfulness.run(faithfulness.MODEL, ids, workers=1, pages=4)
     assert res["total"] >= 40, "the subset must hold enough comparable rubrics to mean something"
     assert not res["errors"], res["errors"]
-    assert res["agreement"] >= 0.95, res["disagreements"]
+    # The whole table: pytest cuts a long repr, and a failure must say which probes drifted.
+    assert res["agreement"] >= 0.95, "\n" + faithfulness.disagreement_table(res["disagreements"])
