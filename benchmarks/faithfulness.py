@@ -113,11 +113,18 @@ def main() -> None:
     ap.add_argument("--tasks-limit", type=int, default=None, help="only the first N tasks")
     ap.add_argument("--every", type=int, default=1, help="only every N-th task (by id)")
     ap.add_argument("--out", default=None, help="write the scored records here")
+    ap.add_argument("--trace-writers", action="store_true",
+                    help="record the pages' DOM writes (BrowserConfig.trace_writers), to "
+                         "check that the tracing changes no verdict")
     args = ap.parse_args()
     workers, pages = machine_fleet()
     args.workers, args.pages = args.workers or workers, args.pages or pages
     ids = sorted(load_tasks(DATA / "tasks.jsonl"))[:: args.every][: args.tasks_limit]
-    res = run(args.model, ids, args.workers, args.pages)
+    cfg = EvalConfig()
+    if args.trace_writers:
+        cfg = dataclasses.replace(cfg, browser=dataclasses.replace(cfg.browser,
+                                                                   trace_writers=True))
+    res = run(args.model, ids, args.workers, args.pages, cfg)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
             for rec in res["records"]:

@@ -164,7 +164,8 @@ def score_cached(rows: list[dict], tasks: dict[str, Task], cfg: BenchConfig,
         # Generous limits: the benchmark shares two cores with other jobs, and a page that is
         # only slow must not pass for a mutant that hangs.
         ev = dataclasses.replace(ev, browser=dataclasses.replace(
-            ev.browser, coverage=True, coverage_passing=True, pages_per_worker=cfg.pages,
+            ev.browser, coverage=True, coverage_passing=True, trace_writers=True,
+            pages_per_worker=cfg.pages,
             hang_timeout_ms=20_000,
             load_timeout_ms=60_000, probe_time_limit_ms=60_000))
         with path.open("a", encoding="utf-8") as out:

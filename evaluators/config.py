@@ -131,6 +131,9 @@ class BrowserConfig:
         their verdict records), so that localization can contrast what
         failing and passing probes ran (spectrum-based suspiciousness). One
         more CDP read per passing probe.
+      trace_writers: record the stack of every DOM write of the page
+        (`sandbox.writers`); a failing probe's diagnostic then carries the
+        writes of the element it checked (`writers`), for localization.
       renderer_memory_mb: the most private writable memory (RLIMIT_DATA) a
         renderer process may hold, set from its start (renderers are launched
         through `prlimit`, util-linux); None for no cap. Past it allocations
@@ -175,6 +178,7 @@ class BrowserConfig:
     cdn_root: str | None = None
     coverage: bool = False
     coverage_passing: bool = False
+    trace_writers: bool = False
     renderer_memory_mb: int | None = 1536
     rerun_contended_timeouts: bool = True
     decide_when_quiet: bool = True

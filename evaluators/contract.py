@@ -80,7 +80,7 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
     "runtime_failure": (),
     "page_error": ("step_index", "interaction_index", "frames", "excerpt", "exception"),
     "probe_failure": ("step_index", "step", "locator", "selector", "expected", "actual",
-                      "after_action", "coverage", "limit_ms"),
+                      "after_action", "coverage", "writers", "limit_ms"),
     "blocked_request": ("url", "resource_type", "error"),
     "navigation_blocked": ("url",),
     "popup_blocked": ("url",),
@@ -202,6 +202,8 @@ class Diagnostic:
     after_action: dict | None = _field({"type": ["object", "null"]},
                                        "the element acted on before the failure")
     coverage: dict | None = _field({"type": ["object", "null"]}, "functions that ran")
+    writers: list | None = _field({"type": "array", "items": {"$ref": "#/$defs/write"}},
+                                  "the checked element's recorded DOM writes")
     exception: JsException | None = _field({"oneOf": [{"$ref": "#/$defs/js_exception"},
                                                       {"type": "null"}]}, "the thrown exception")
     frames: list | None = _field({"type": "array", "items": {"$ref": "#/$defs/frame"}},

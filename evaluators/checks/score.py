@@ -19,6 +19,7 @@ from evaluators.checks.runtime_gate import RuntimeGate, check_runtime
 from evaluators.config import EvalConfig
 from evaluators.contract import SCHEMA_VERSION, Diagnostic, Reason
 from evaluators.sandbox.coverage import Coverage
+from evaluators.sandbox.writers import read_writers
 from evaluators.checks.diagnostics import (Frames, caused, error_diagnostic, failure_diagnostic,
                                    link_causes, watch_diagnostics)
 from evaluators.checks.extract import Extraction, extract_app
@@ -122,6 +123,9 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
             covered = await _read_coverage(cov, extraction, frames)
         if cov is not None:
             await cov.stop()
+        writes = None
+        if b.trace_writers and failure is not None and not watch.crashed and not watch.hung:
+            writes = await _writers(runner, frames)
         duration = round((time.perf_counter() - t0) * 1000, 1)
         # Load-time errors repeat on every fresh page and were reported by gate
         # E; keep the ones an interaction triggered.
@@ -130,9 +134,44 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
         diags.extend(d for d in watch_diagnostics(watch, "rubric", rubric.id)
                      if d.get("kind") != "blocked_request" and d.get("kind") != "cdn_fallback")
     rec, failed = _probe_record(rubric, watch, failure, error, errors, duration, covered)
+    if failed is not None and writes is not None:
+        failed["writers"] = writes
     timed_out = isinstance(failure, _ProbeTimeout) and not watch.crashed
     return ProbeOutcome(rec, ([failed] if failed else []) + diags, timed_out,
                         timed_out and watch.shared)
+
+
+async def _writers(runner: ProbeRunner, frames: Frames) -> list[dict]:
+    """The recorded writes of the element the failing step checked (`sandbox.writers`), their
+    frames in response coordinates; only writes with a frame in the app are kept."""
+    i = runner.watch.step
+    step = runner.steps[i] if runner.loaded and i is not None else {}
+    out = []
+    for spec in _checked_locators(runner.steps, step):
+        try:
+            locator = runner.locator(spec)
+        except Exception:  # noqa: BLE001 - a locator the page cannot build: no evidence
+            continue
+        for w in await read_writers(locator):
+            mapped = frames.frames(w["frames"])
+            if any(f["offset"] is not None for f in mapped):
+                out.append({**w, "frames": mapped})
+    return out
+
+
+def _checked_locators(steps: list[dict], step: dict) -> list:
+    """The locators whose elements a step checked: its own, or for an `assert`, those of the
+    `save` steps whose readings it compared (at most two)."""
+    spec = ProbeRunner.step_locator(step)
+    if spec is not None:
+        return [spec]
+    if "assert" not in step:
+        return []
+    names = {v["var"] for v in (step.get("left"), step.get("right"))
+             if isinstance(v, dict) and isinstance(v.get("var"), str)}
+    found = [s["from"] for s in steps
+             if isinstance(s, dict) and s.get("save") in names and s.get("from") is not None]
+    return found[:2]
 
 
 async def _run_probe(runner: ProbeRunner, cov: Coverage | None, gate: RuntimeGate | None,

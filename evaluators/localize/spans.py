@@ -11,8 +11,9 @@ Five methods, selected by name in ``CHAINS`` (``METHODS``):
 - ``text``: the code graph and the diagnostic's words only (locators, messages, excerpts),
   as RCCA's rubric-to-code localization.
 - ``grounded`` (default): ``text`` plus execution facts: exception stack frames are exact
-  positions, and precise coverage confirms or narrows the blamed handlers and writers, and
-  selects the statements whose values reach the checked element (a backward slice over the
+  positions, the page's recorded DOM writes of the checked element (``trace_writers``) name
+  the statement that wrote it, and precise coverage confirms or narrows the blamed handlers
+  and writers, and selects the statements whose values reach the checked element (a backward slice over the
   functions that ran) in place of whole long functions; when a probe compared readings with
   no element writes to start from (canvas snapshots), the statements the acted-on input's
   value reaches (a forward slice).
@@ -27,6 +28,7 @@ The strategies live in sibling modules: ``spans_common`` (result type, span alge
 case being localized, locators, failing probe steps), ``spans_probe`` (probe failures and
 their execution grounding), ``spans_wiring`` (lookups and registrations that point at the
 wrong element), ``spans_flow`` (the slice that narrows grounded blame, over ``flow``),
+``spans_writers`` (the recorded writes of the element a failed step checked),
 ``spans_forward`` (where the acted-on input's value goes, and where a value read from it
 that nothing uses should have gone), ``spans_errors`` (exceptions, syntax errors, runtime
 failures, free-text evidence), ``spans_unset`` (null reads of state no code sets) and
@@ -55,6 +57,7 @@ from evaluators.localize.spans_errors import (
 from evaluators.localize.spans_judge import judge_evidence, judge_naive
 from evaluators.localize.oracle import injected_bug
 from evaluators.localize.spectrum import spectrum_blame
+from evaluators.localize.spans_writers import writer_blame
 from evaluators.localize.spans_probe import (
     _context_step, _definite_bugs_step, _ground_step, _probe_fallback, _probe_naive,
     _probe_rules,
@@ -94,6 +97,7 @@ _PROBE_TEXT: Chain = (Step(_probe_rules), Step(_probe_fallback, True, "fallback"
 # Grounding runs after the fallback: coverage confirms or demotes whatever the text found.
 _PROBE_GROUNDED: Chain = (Step(_probe_rules), Step(_probe_fallback, True, "fallback"),
                           Step(_ground_step, phase="grounding"),
+                          Step(writer_blame, phase="grounding"),
                           Step(_definite_bugs_step, phase="grounding"),
                           Step(_context_step, phase="context"))
 _TEXT: dict[str, Chain] = {

@@ -47,6 +47,7 @@ from evaluators.sandbox.app_server import APP_ORIGIN, APP_URL, AppServer, is_cdn
 from evaluators.config import BrowserConfig
 from evaluators.sandbox.loading import enable_cpu_reading
 from evaluators.sandbox.quiet import QUIET_JS
+from evaluators.sandbox.writers import WRITERS_JS
 
 __all__ = ["APP_ORIGIN", "APP_URL", "BrowserWorker", "EvaluatorFault", "PageWatch", "parse_stack"]
 # Only documents are intercepted (the app's own, and navigations that would leave it), and
@@ -439,6 +440,8 @@ class BrowserWorker:
         try:
             # Before any document of the context: the quiet tracker must see every timer.
             await context.add_init_script(script=QUIET_JS)
+            if self.cfg.trace_writers:
+                await context.add_init_script(script=WRITERS_JS)
             page = await context.new_page()
             cdp = await context.new_cdp_session(page)
             info = await cdp.send("Target.getTargetInfo")

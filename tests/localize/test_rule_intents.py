@@ -665,6 +665,29 @@ ROWS["what only the failing probe's path ran"] = Row(
     direct=("m -= 1;",), context=("document.getElementById('m').textContent = m;",),
     spared=("n += 1;", "document.getElementById('m').textContent = m;"), method="sbfl")
 
+# The page's recorded writes of the checked element (trace_writers): nothing in the code names
+# the element; only the write's stack leads to it.
+WRITTEN = """<span id="total">0</span><button id="go">go</button>
+<script>
+const slot = () => document.querySelectorAll('span')[0];
+function put(el, k, v) { el[k] = v; }
+function paint(el, k, v) { el.style[k] = v; }
+function refresh() { put(slot(), 'textContent', 5); paint(slot(), 'display', 'none'); }
+document.querySelector('button').addEventListener('click', refresh);
+</script>"""
+
+
+def _write(kind: str, *codes: str) -> dict:
+    return {"kind": kind, "where": "self", "frames": _frames(WRITTEN, *codes)}
+
+
+ROWS["the latest write of what the failed check read"] = Row(
+    WRITTEN, "probe.writers",
+    {**probe_failure({"expect": "visible", "locator": "#total"}, {"do": "click", "locator": "#go"}),
+     "writers": [_write("text", "el[k] = v;", "put(slot(), 'textContent', 5);"),
+                 _write("style", "el.style[k] = v;", "paint(slot(), 'display', 'none');")]},
+    direct=("el.style[k] = v;",), spared=("el[k] = v;",))
+
 _BUG = SPECTRUM.index("m -= 1;")
 ROWS["the bug injected into the task's SFT reference"] = Row(
     SPECTRUM, "oracle.injected_bug",

@@ -1,0 +1,219 @@
+"""Who wrote what a probe read: the stacks of the page's DOM writes, per element.
+
+With `BrowserConfig.trace_writers`, `WRITERS_JS` runs in every document before the app's own
+scripts. It wraps the DOM's writing APIs (text and HTML setters, form values, attributes,
+classes, inline style, child insertion and removal) so that each write records an `Error`
+(its stack, formatted only when read) on the node it changed, and leaves them otherwise
+untouched: each wrapper calls the original and returns its result. A node keeps its first
+writes and its latest ones (`FIRST`, `LAST`), so a loop that rewrites an element every frame
+costs a bounded list, and the write that set the initial state is not pushed out by it.
+
+When a probe step fails on an element, `read_writers` asks the page for the writes of that
+element, of its descendants (text set on a child is the element's text) and the child and
+HTML writes of its ancestors (the code that created it, or replaced it); the stacks are parsed
+like an exception's (`browser.parse_stack`), and `checks.diagnostics.Frames` maps their frames
+to the response. The wrappers' own frames belong to no app URL and map to nothing.
+
+What it cannot see: a canvas's pixels (draw calls are not DOM writes), a write through a
+framework's virtual DOM shows the framework's frames below the app's (the app's frames are
+still on the stack), and an asynchronous callback's stack begins at the callback (V8 keeps
+no scheduling frames for timers and events).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from playwright.async_api import Locator
+
+# The page's reader, a non-enumerable, non-writable global: an app cannot replace it.
+READER = "__rccaWrites__"
+# Writes kept per node: the first ones (the state it started with) and the latest ones.
+FIRST, LAST = 2, 6
+
+WRITERS_JS = r"""
+(() => {
+  const READER = "%(reader)s", FIRST = %(first)d, LAST = %(last)d;
+  if (Object.prototype.hasOwnProperty.call(window, READER)) return;
+  const log = new WeakMap();   // node -> {first: [[kind, Error]], last: [[kind, Error]]}
+  const owners = new WeakMap();  // a classList or style object -> its element
+  const note = (node, kind) => {
+    if (!node || (typeof node !== "object")) return;
+    let r = log.get(node);
+    if (!r) { r = {first: [], last: []}; log.set(node, r); }
+    // Two frames of the stack are this file's (the wrapper, this function).
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 14;
+    const w = [kind, new Error()];
+    Error.stackTraceLimit = limit;
+    if (r.first.length < FIRST) r.first.push(w);
+    else { r.last.push(w); if (r.last.length > LAST) r.last.shift(); }
+  };
+  const setter = (proto, prop, kind, target) => {
+    const d = proto && Object.getOwnPropertyDescriptor(proto, prop);
+    if (!d || !d.set || !d.configurable) return;
+    const orig = d.set;
+    Object.defineProperty(proto, prop, {...d, set(v) {
+      note(target ? target(this) : this, kind);
+      return orig.call(this, v);
+    }});
+  };
+  const method = (proto, name, kind, target) => {
+    const orig = proto && proto[name];
+    if (typeof orig !== "function") return;
+    const wrapped = {[name](...args) {
+      note(target ? target(this, args) : this, kind);
+      return orig.apply(this, args);
+    }}[name];
+    Object.defineProperty(proto, name, {value: wrapped, writable: true, configurable: true});
+  };
+  const getterOwner = (proto, prop) => {
+    const d = proto && Object.getOwnPropertyDescriptor(proto, prop);
+    if (!d || !d.get || !d.configurable) return;
+    const orig = d.get;
+    Object.defineProperty(proto, prop, {...d, get() {
+      const v = orig.call(this);
+      if (v && typeof v === "object") owners.set(v, this);
+      return v;
+    }});
+  };
+  const parent = (n) => n && n.parentNode;
+  const ownerOf = (x) => owners.get(x);
+  const W = window;
+  setter(W.Node && Node.prototype, "textContent", "text");
+  setter(W.Node && Node.prototype, "nodeValue", "text", parent);
+  setter(W.CharacterData && CharacterData.prototype, "data", "text", parent);
+  for (const p of ["innerHTML", "outerHTML"])
+    setter(W.Element && Element.prototype, p, "html", p === "outerHTML" ? parent : null);
+  for (const p of ["innerText", "outerText", "hidden", "title", "dir", "lang"])
+    setter(W.HTMLElement && HTMLElement.prototype, p, p.endsWith("Text") ? "text" : "attr");
+  for (const p of ["id", "className"])
+    setter(W.Element && Element.prototype, p, p === "id" ? "attr" : "class");
+  for (const [ctor, props] of [
+      ["HTMLInputElement", ["value", "checked", "valueAsNumber", "disabled", "min", "max",
+                            "step", "type", "placeholder"]],
+      ["HTMLTextAreaElement", ["value", "disabled"]],
+      ["HTMLSelectElement", ["value", "selectedIndex", "disabled"]],
+      ["HTMLOptionElement", ["selected", "value", "text", "label"]],
+      ["HTMLButtonElement", ["disabled", "value"]],
+      ["HTMLOutputElement", ["value"]], ["HTMLProgressElement", ["value", "max"]],
+      ["HTMLMeterElement", ["value"]], ["HTMLImageElement", ["src"]],
+      ["HTMLAnchorElement", ["href"]]])
+    for (const p of props) setter(W[ctor] && W[ctor].prototype, p,
+                                  p === "value" || p === "checked" || p === "selected" ||
+                                  p === "selectedIndex" || p === "valueAsNumber"
+                                  ? "value" : "attr");
+  for (const m of ["setAttribute", "removeAttribute", "toggleAttribute", "setAttributeNS"])
+    method(W.Element && Element.prototype, m, "attr");
+  for (const m of ["appendChild", "insertBefore", "removeChild", "replaceChild"])
+    method(W.Node && Node.prototype, m, "child");
+  for (const m of ["append", "prepend", "replaceChildren", "insertAdjacentElement",
+                   "insertAdjacentText"])
+    method(W.Element && Element.prototype, m, "child");
+  method(W.Element && Element.prototype, "insertAdjacentHTML", "html");
+  for (const m of ["remove", "before", "after", "replaceWith"])
+    method(W.Element && Element.prototype, m, "child", parent);
+  getterOwner(W.Element && Element.prototype, "classList");
+  for (const m of ["add", "remove", "toggle", "replace"])
+    method(W.DOMTokenList && DOMTokenList.prototype, m, "class", ownerOf);
+  // `el.style.color = x` goes through a named-property setter of the declaration, not an
+  // accessor that could be wrapped: an element's style is handed out behind a Proxy (one per
+  // declaration, so `el.style === el.style` still holds) that notes each assignment. Methods
+  // are bound to the real declaration, which native code requires as `this`.
+  const proxies = new WeakMap();
+  const styled = (proto) => {
+    const d = proto && Object.getOwnPropertyDescriptor(proto, "style");
+    if (!d || !d.get || !d.configurable) return;
+    const orig = d.get;
+    const put = d.set;
+    Object.defineProperty(proto, "style", {...d, set(v) {
+      note(this, "style");
+      return put.call(this, v);
+    }, get() {
+      const decl = orig.call(this);
+      if (!decl || typeof decl !== "object") return decl;
+      owners.set(decl, this);
+      let p = proxies.get(decl);
+      if (!p) {
+        p = new Proxy(decl, {
+          set(t, k, v) { note(owners.get(t), "style"); return Reflect.set(t, k, v); },
+          get(t, k) { const v = Reflect.get(t, k); return typeof v === "function" ? v.bind(t) : v; },
+        });
+        proxies.set(decl, p);
+      }
+      return p;
+    }});
+  };
+  styled(W.HTMLElement && HTMLElement.prototype);
+  styled(W.SVGElement && SVGElement.prototype);
+  const css = W.CSSStyleDeclaration && CSSStyleDeclaration.prototype;
+  for (const m of ["setProperty", "removeProperty"]) method(css, m, "style", ownerOf);
+  const writes = (node, where, out) => {
+    const r = log.get(node);
+    if (!r) return;
+    for (const [kind, err] of r.first.concat(r.last))
+      out.push({kind, where, stack: String(err.stack || "")});
+  };
+  const read = (el, limit) => {
+    const out = [];
+    writes(el, "self", out);
+    if (el.querySelectorAll) {
+      let n = 0;
+      for (const d of el.querySelectorAll("*")) { if (++n > 200) break; writes(d, "inside", out); }
+    }
+    for (let a = el.parentNode; a; a = a.parentNode) {
+      const r = log.get(a);
+      if (!r) continue;
+      for (const [kind, err] of r.first.concat(r.last))
+        if (kind === "child" || kind === "html")
+          out.push({kind, where: "around", stack: String(err.stack || "")});
+    }
+    const seen = new Set();
+    return out.filter((w) => {
+      const k = w.kind + "\n" + w.stack;
+      if (seen.has(k)) return false;
+      seen.add(k);
+      return true;
+    }).slice(-limit);
+  };
+  Object.defineProperty(window, READER, {value: read, enumerable: false, writable: false,
+                                         configurable: false});
+})();
+""" % {"reader": READER, "first": FIRST, "last": LAST}
+
+
+async def read_writers(locator: Locator, limit: int = 12, timeout_s: float = 2.0
+                       ) -> list[dict[str, Any]]:
+    """The recorded writes of the elements `locator` matches (at most 3 elements).
+
+    Args:
+      locator: the failing step's locator, on a page whose context has `WRITERS_JS`.
+      limit: the most writes returned per element (the latest ones).
+      timeout_s: a page that cannot answer in this time gives none.
+
+    Returns:
+      [{"kind": text|html|value|attr|class|style|child, "where": self|inside|around,
+        "frames": [parsed stack frames]}], deduplicated; [] when the page cannot say.
+    """
+    from evaluators.sandbox.browser import parse_stack  # browser installs WRITERS_JS
+
+    js = (f"(els, limit) => els.slice(0, 3).flatMap((e) => "
+          f"typeof window.{READER} === 'function' ? window.{READER}(e, limit) : [])")
+    try:
+        raw = await asyncio.wait_for(locator.evaluate_all(js, limit), timeout_s)
+    except Exception:  # noqa: BLE001 - a closed, hung or navigated page: no evidence
+        return []
+    out, seen = [], set()
+    for w in raw if isinstance(raw, list) else ():
+        if not isinstance(w, dict):
+            continue
+        key = (w.get("kind"), w.get("where"), w.get("stack"))
+        if key in seen:
+            continue
+        seen.add(key)
+        frames = parse_stack(str(w.get("stack") or ""))
+        if frames:
+            out.append({"kind": str(w.get("kind")), "where": str(w.get("where")),
+                        "frames": frames})
+    return out

@@ -1,0 +1,111 @@
+"""End to end: the page records who wrote the element a failed probe checked
+(`BrowserConfig.trace_writers`), the record carries it, and localization blames that write."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+import pytest
+
+from evaluators.config import EvalConfig
+from evaluators.fleet.pool import score_rows_async
+from evaluators.localize.api import localize_record
+from evaluators.records import validate_record
+from evaluators.tasks import parse_task
+
+pytestmark = pytest.mark.browser
+
+# The checked elements are reached through positions and a helper, never by their ids, so no
+# name in the code leads to them: only the trace can. The app also tries to remove the reader.
+APP = """```html
+<input id="qty" type="number" value="2"><button id="add">Add</button>
+<div class="panel"><span id="total">0</span><span id="note">ok</span></div>
+<script>
+try { delete window.__rccaWrites__; window.__rccaWrites__ = null; } catch (e) {}
+const slots = () => document.querySelectorAll('.panel span');
+function put(el, v) {
+  el.textContent = String(v);
+}
+function price(q) {
+  return q * 3 - 1;
+}
+function refresh() {
+  const q = Number(document.querySelector('input').value);
+  put(slots()[0], price(q));
+  const n = slots()[1];
+  n.classList.toggle('warn', q > 1);
+  n.style.display = q > 1 ? 'none' : 'inline';
+}
+document.querySelector('button').addEventListener('click', refresh);
+</script>
+```"""
+
+
+def _task():
+    probe = lambda steps: {"timeout_ms": 500, "steps": steps}  # noqa: E731
+    click = {"do": "click", "locator": "#add"}
+    return parse_task({"id": "tests/writers", "prompt": "x", "rubrics": [
+        {"id": "total", "text": "x", "kind": "dynamic", "importance": "core",
+         "probe": probe([click, {"expect": "text", "locator": "#total", "value": "6"}])},
+        {"id": "note", "text": "x", "kind": "dynamic", "importance": "behavior",
+         "probe": probe([click, {"expect": "visible", "locator": "#note"}])},
+        {"id": "saved", "text": "x", "kind": "dynamic", "importance": "behavior",
+         "probe": probe([click, {"save": "t", "from": "#total", "read": "text"},
+                         {"assert": "equal", "left": {"var": "t"}, "right": "6"}])}]})
+
+
+def _score(trace: bool) -> dict:
+    task = _task()
+    cfg = EvalConfig()
+    cfg = dataclasses.replace(cfg, browser=dataclasses.replace(
+        cfg.browser, coverage=True, trace_writers=trace))
+    (rec,) = asyncio.run(score_rows_async([{"task_id": task.id, "response": APP}],
+                                          {task.id: task}, cfg))
+    return rec
+
+
+def _at(needle: str) -> tuple[int, int]:
+    i = APP.index(needle)
+    return i, i + len(needle)
+
+
+def _holds(spans, span) -> bool:
+    return any(s <= span[0] and span[1] <= e for s, e in spans)
+
+
+def test_a_failed_check_carries_the_writes_of_its_element_and_is_blamed_on_them():
+    rec = _score(trace=True)
+    validate_record(rec)
+    assert [v["verdict"] for v in rec["rubrics"]] == ["fail", "fail", "fail"], rec["rubrics"]
+    diags = {d["rubric_id"]: d for d in rec["diagnostics"] if d["kind"] == "probe_failure"}
+    write, call = _at("el.textContent = String(v);"), _at("put(slots()[0], price(q));")
+
+    total = diags["total"]["writers"]
+    texts = [w for w in total if w["kind"] == "text" and w["where"] == "self"]
+    assert texts, total
+    offsets = [f["offset"] for f in texts[-1]["frames"] if f["in_app"]]
+    assert write[0] <= offsets[0] < write[1] and call[0] <= offsets[1] < call[1], texts[-1]
+    # The wrappers' own frames are not the app's: they map to nothing.
+    assert all(f["offset"] is None for w in total for f in w["frames"] if not f["in_app"])
+
+    kinds = {w["kind"] for w in diags["note"]["writers"]}
+    assert {"class", "style"} <= kinds, diags["note"]["writers"]
+    # An assert on a saved reading gets the writes of the element the reading came from.
+    assert any(w["kind"] == "text" for w in diags["saved"]["writers"])
+
+    out = localize_record(rec, task=_task())
+    loc = {d["rubric_id"]: d for d in out["diagnostics"] if d["kind"] == "probe_failure"}
+    assert _holds(loc["total"]["s_dir"], write)
+    assert any(e["rule"] == "probe.writers" for e in loc["total"]["evidence"])
+    style = _at("n.style.display = q > 1 ? 'none' : 'inline';")
+    assert _holds(loc["note"]["s_dir"], style)
+
+
+def test_without_tracing_no_writes_are_recorded_and_the_rule_blames_nothing():
+    rec = _score(trace=False)
+    diags = [d for d in rec["diagnostics"] if d["kind"] == "probe_failure"]
+    assert diags and all("writers" not in d for d in diags)
+    out = localize_record(rec, task=_task())
+    assert not any(e["rule"] == "probe.writers" for d in out["diagnostics"]
+                   for e in d.get("evidence") or ())
