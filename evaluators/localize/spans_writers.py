@@ -63,7 +63,7 @@ def relevant_writes(d: dict, probe: dict | None) -> list[dict]:
     if kinds is not None:
         writes = [w for w in writes if w.get("kind") in kinds]
     own = [w for w in writes if w.get("where") in ("self", "inside")]
-    return own or writes
+    return sorted(own or writes, key=lambda w: w.get("seq") if isinstance(w.get("seq"), int) else 0)
 
 
 @rule("probe.writers")

@@ -38,6 +38,7 @@ WRITERS_JS = r"""
   if (Object.prototype.hasOwnProperty.call(window, READER)) return;
   const log = new WeakMap();   // node -> {first: [[kind, Error]], last: [[kind, Error]]}
   const owners = new WeakMap();  // a classList or style object -> its element
+  let seq = 0;  // the writes' order, across nodes
   const note = (node, kind) => {
     if (!node || (typeof node !== "object")) return;
     let r = log.get(node);
@@ -45,7 +46,7 @@ WRITERS_JS = r"""
     // Two frames of the stack are this file's (the wrapper, this function).
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 14;
-    const w = [kind, new Error()];
+    const w = [kind, new Error(), ++seq];
     Error.stackTraceLimit = limit;
     if (r.first.length < FIRST) r.first.push(w);
     else { r.last.push(w); if (r.last.length > LAST) r.last.shift(); }
@@ -149,33 +150,37 @@ WRITERS_JS = r"""
   styled(W.SVGElement && SVGElement.prototype);
   const css = W.CSSStyleDeclaration && CSSStyleDeclaration.prototype;
   for (const m of ["setProperty", "removeProperty"]) method(css, m, "style", ownerOf);
-  const writes = (node, where, out) => {
+  // A node's writes, deduplicated by kind and stack, the latest of each kept.
+  const writes = (node, where, kinds, out) => {
     const r = log.get(node);
     if (!r) return;
-    for (const [kind, err] of r.first.concat(r.last))
-      out.push({kind, where, stack: String(err.stack || "")});
+    for (const [kind, err, n] of r.first.concat(r.last))
+      if (!kinds || kinds.includes(kind))
+        out.push({kind, where, seq: n, stack: String(err.stack || "")});
   };
+  const latest = (ws, limit) => {
+    const by = new Map();
+    for (const w of ws) {
+      const k = w.kind + "\n" + w.stack;
+      if (!by.has(k) || by.get(k).seq < w.seq) by.set(k, w);
+    }
+    return [...by.values()].sort((a, b) => a.seq - b.seq).slice(-limit);
+  };
+  // The element's own writes, its descendants' (the latest `limit`), and the child and HTML
+  // writes of its ancestors (the latest 4), each group in the order they happened.
   const read = (el, limit) => {
-    const out = [];
-    writes(el, "self", out);
+    const own = [], inside = [], around = [];
+    writes(el, "self", null, own);
     if (el.querySelectorAll) {
       let n = 0;
-      for (const d of el.querySelectorAll("*")) { if (++n > 200) break; writes(d, "inside", out); }
+      for (const d of el.querySelectorAll("*")) {
+        if (++n > 200) break;
+        writes(d, "inside", null, inside);
+      }
     }
-    for (let a = el.parentNode; a; a = a.parentNode) {
-      const r = log.get(a);
-      if (!r) continue;
-      for (const [kind, err] of r.first.concat(r.last))
-        if (kind === "child" || kind === "html")
-          out.push({kind, where: "around", stack: String(err.stack || "")});
-    }
-    const seen = new Set();
-    return out.filter((w) => {
-      const k = w.kind + "\n" + w.stack;
-      if (seen.has(k)) return false;
-      seen.add(k);
-      return true;
-    }).slice(-limit);
+    for (let a = el.parentNode; a; a = a.parentNode)
+      writes(a, "around", ["child", "html"], around);
+    return [...latest(own, limit), ...latest(inside, limit), ...latest(around, 4)];
   };
   Object.defineProperty(window, READER, {value: read, enumerable: false, writable: false,
                                          configurable: false});
@@ -189,12 +194,13 @@ async def read_writers(locator: Locator, limit: int = 12, timeout_s: float = 2.0
 
     Args:
       locator: the failing step's locator, on a page whose context has `WRITERS_JS`.
-      limit: the most writes returned per element (the latest ones).
+      limit: the most writes returned per element and group (the latest ones).
       timeout_s: a page that cannot answer in this time gives none.
 
     Returns:
       [{"kind": text|html|value|attr|class|style|child, "where": self|inside|around,
-        "frames": [parsed stack frames]}], deduplicated; [] when the page cannot say.
+        "seq": the write's place in the page's order of writes, "frames": [parsed stack
+        frames]}], deduplicated; [] when the page cannot say.
     """
     from evaluators.sandbox.browser import parse_stack  # browser installs WRITERS_JS
 
@@ -214,6 +220,7 @@ async def read_writers(locator: Locator, limit: int = 12, timeout_s: float = 2.0
         seen.add(key)
         frames = parse_stack(str(w.get("stack") or ""))
         if frames:
+            seq = w.get("seq")
             out.append({"kind": str(w.get("kind")), "where": str(w.get("where")),
-                        "frames": frames})
+                        "seq": seq if isinstance(seq, int) else 0, "frames": frames})
     return out

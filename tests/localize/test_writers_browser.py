@@ -109,3 +109,42 @@ def test_without_tracing_no_writes_are_recorded_and_the_rule_blames_nothing():
     out = localize_record(rec, task=_task())
     assert not any(e["rule"] == "probe.writers" for d in out["diagnostics"]
                    for e in d.get("evidence") or ())
+
+
+SAME = """```html
+<div id="box" class="a">x</div><p id="out"></p>
+<script>
+const b = document.getElementById('box');
+const s = b.style;
+const checks = [
+  b.style === s, s instanceof CSSStyleDeclaration,
+  (s.setProperty('color', 'red'), getComputedStyle(b).color === 'rgb(255, 0, 0)'),
+  (Object.assign(b.style, {width: '40px'}), b.style.width === '40px'),
+  (s.cssText = 'height: 7px', b.style.height === '7px' && b.style.width === ''),
+  (b.style = 'top: 3px', s.top === '3px'),
+  (b.classList.toggle('z'), b.className === 'a z'),
+  (b.setAttribute('data-k', '1'), b.dataset.k === '1'),
+  (b.textContent = 'y', b.firstChild.data === 'y'),
+  Array.from(s).includes('top') && s.length === 1,
+  typeof Element.prototype.appendChild === 'function' &&
+    document.body.appendChild(document.createElement('i')).tagName === 'I',
+];
+document.getElementById('out').textContent = checks.map(Number).join('');
+</script>
+```"""
+
+
+def test_traced_pages_behave_as_untraced_ones():
+    """The wrappers change nothing an app can observe in common use: style objects keep their
+    identity and type, methods keep working on the real objects, writes take effect."""
+    task = parse_task({"id": "tests/same", "prompt": "x", "rubrics": [
+        {"id": "same", "text": "x", "kind": "initial", "importance": "core", "probe": {
+            "timeout_ms": 500,
+            "steps": [{"expect": "text", "locator": "#out", "value": "1" * 11}]}}]})
+    for trace in (False, True):
+        cfg = EvalConfig()
+        cfg = dataclasses.replace(cfg, browser=dataclasses.replace(cfg.browser,
+                                                                   trace_writers=trace))
+        (rec,) = asyncio.run(score_rows_async([{"task_id": task.id, "response": SAME}],
+                                              {task.id: task}, cfg))
+        assert rec["rubrics"][0]["verdict"] == "pass", (trace, rec["rubrics"], rec["diagnostics"])
