@@ -131,9 +131,39 @@ def _demote_skipped(c: _Case, sliced: dict[int, str], seeds: dict[int, str]) -> 
     st = c.g.flow.statements
     idle = {k for k in sliced if _inside(st[k].span, blocks)}
     if all(k in idle for k in seeds):
+        yield from skipped_by(c, [st[k].span for k in seeds], blocks)
         return set()
     yield from c.demote(lambda i: _inside(i.span, blocks), _IDLE)
     return idle
+
+
+_JUMPS = ("return", "break", "continue", "throw")
+
+
+@rule("flow.skipped_by")
+def skipped_by(c: _Case, writes: list[tuple[int, int]], blocks: list[tuple[int, int]]) -> Ops:
+    """Writes of the checked element that sat in blocks the probe skipped blame the jump
+    (return, break, continue, throw) that ran right before such a block: control left there.
+    (A branch not taken needs no rule: the slice holds the condition it depends on.)"""
+    g = c.g
+    for write in writes:
+        inner = [b for b in blocks if b[0] <= write[0] and write[1] <= b[1]]
+        if not inner:
+            continue
+        jump = _jump_before(g, min(inner, key=lambda b: b[1] - b[0])[0])
+        if jump is not None:
+            yield from c.add("dir", jump, "ran right before the block holding the element's "
+                             "write, which did not run: control left there", "coverage")
+
+
+def _jump_before(g: CodeGraph, at: int) -> tuple[int, int] | None:
+    """The return, break, continue or throw statement that ends right before ``at`` (only
+    blanks and semicolons between), or None."""
+    ends = [s for s in g.statements if s[1] <= at and not g.text[s[1]:at].strip(" \t\r\n;")]
+    if not ends:
+        return None
+    last = max(ends, key=lambda s: (s[1], s[0]))
+    return last if g.text.startswith(_JUMPS, last[0]) else None
 
 
 @rule("flow.narrow_to_slice", off=False)

@@ -127,3 +127,22 @@ def test_passing_probes_paths_let_the_spectrum_blame_what_only_the_failing_path_
     (loc,) = [d for d in localize_record(plain, method="sbfl", task=task)["diagnostics"]
               if d["kind"] == "probe_failure"]
     assert loc["s_dir"] == [] and loc["s_ctx"] == []
+
+
+def test_a_return_that_skipped_the_checked_write_is_blamed_with_real_block_coverage():
+    from tests.localize.test_rule_intents import EARLY
+
+    task = parse_task({"id": "tests/early", "prompt": "x", "rubrics": [
+        {"id": "r", "text": "x", "kind": "dynamic", "importance": "core", "probe": {
+            "timeout_ms": 500, "steps": [{"do": "click", "locator": "#go"},
+                                         {"expect": "text", "locator": "#out", "value": "1"}]}}]})
+    app = "```html\n" + EARLY + "\n```"
+    cfg = EvalConfig()
+    cfg = dataclasses.replace(cfg, browser=dataclasses.replace(cfg.browser, coverage=True))
+    (rec,) = asyncio.run(score_rows_async([{"task_id": task.id, "response": app}],
+                                          {task.id: task}, cfg))
+    out = localize_record(rec, task=task)
+    (loc,) = [d for d in out["diagnostics"] if d["kind"] == "probe_failure"]
+    jump = app.index("return;")
+    assert _inside((jump, jump + 7), loc["s_dir"]), (loc["coverage"], loc["evidence"])
+    assert any(e["rule"] == "flow.skipped_by" for e in loc["evidence"])

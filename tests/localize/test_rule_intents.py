@@ -688,6 +688,42 @@ ROWS["the latest write of what the failed check read"] = Row(
                  _write("style", "el.style[k] = v;", "paint(slot(), 'display', 'none');")]},
     direct=("el.style[k] = v;",), spared=("el[k] = v;",))
 
+# A write of the checked element that its function skipped: block coverage says which block
+# did not run; what made it skip is to blame, not the write.
+EARLY = """<span id="out">0</span><button id="go">go</button>
+<script>
+let n = 0;
+function bump() {
+  n += 1;
+  // padding: a function this long is narrowed to its slice instead of blamed whole.......
+  // padding: a function this long is narrowed to its slice instead of blamed whole.......
+  // padding: a function this long is narrowed to its slice instead of blamed whole.......
+  // padding: a function this long is narrowed to its slice instead of blamed whole.......
+  // padding: a function this long is narrowed to its slice instead of blamed whole.......
+  return;
+  document.getElementById('out').textContent = n;
+}
+document.getElementById('go').addEventListener('click', bump);
+</script>"""
+
+
+def _skipping(fn: str, after: str, until: str) -> dict:
+    """Coverage in which ``fn`` ran and the code from the end of ``after`` to the end of
+    ``until`` (both in that function) did not."""
+    g = build_graph(EARLY)
+    f = next(f for f in g.functions if f.name == fn)
+    a = EARLY.index(after, f.span[0]) + len(after)
+    return {"functions": [{"name": fn, "start": f.span[0], "end": f.span[1], "count": 1}],
+            "skipped": [[a, EARLY.index(until, a) + len(until)]]}
+
+
+ROWS["a jump that skipped the element's write"] = Row(
+    EARLY, "flow.skipped_by",
+    {**probe_failure({"expect": "text", "locator": "#out", "value": "1"},
+                     {"do": "click", "locator": "#go"}),
+     "coverage": _skipping("bump", "return;", "textContent = n;\n")},
+    direct=("return;",))
+
 _BUG = SPECTRUM.index("m -= 1;")
 ROWS["the bug injected into the task's SFT reference"] = Row(
     SPECTRUM, "oracle.injected_bug",
