@@ -13,10 +13,10 @@ Five methods, selected by name in ``CHAINS`` (``METHODS``):
 - ``grounded`` (default): ``text`` plus execution facts: exception stack frames are exact
   positions, the page's recorded DOM writes of the checked element (``trace_writers``) name
   the statement that wrote it, and precise coverage confirms or narrows the blamed handlers
-  and writers, and selects the statements whose values reach the checked element (a backward slice over the
-  functions that ran) in place of whole long functions; when a probe compared readings with
-  no element writes to start from (canvas snapshots), the statements the acted-on input's
-  value reaches (a forward slice).
+  and writers, and selects the statements whose values reach the checked element (a
+  backward slice over the functions that ran) in place of whole long functions; when a
+  probe compared readings with no element writes to start from (canvas snapshots), the
+  statements the acted-on input's value reaches (a forward slice).
 - ``naive``: the baseline: whole functions around the code that queries the failing element.
 - ``oracle``: the credit-assignment testbed's upper bound: exactly the bug injected into the
   task's SFT reference (``oracle``, ``tasks.bugs``), wherever the answer holds it.

@@ -33,37 +33,37 @@ _KINDS = {
 MAX_OTHER_WRITES = 3
 
 
-def _check(step: dict | None, probe: dict | None) -> str | None:
-    """What the failing step read: an `expect`'s check, a `save`'s reading, or, for an
-    `assert`, the reading of the first `save` it compared."""
-    if not isinstance(step, dict):
-        return None
-    if "expect" in step:
-        return str(step["expect"])
-    if "assert" in step and isinstance(probe, dict):
-        names = {v.get("var") for v in (step.get("left"), step.get("right"))
-                 if isinstance(v, dict)}
-        for s in probe.get("steps") or ():
-            if isinstance(s, dict) and s.get("save") in names and "read" in s:
-                return str(s["read"]).split(":", 1)[0]
-    return None
-
-
 def _in_app(write: dict) -> list[int]:
     """The response offsets of a write's in-app frames, top first."""
     return [f["offset"] for f in write.get("frames") or ()
             if isinstance(f, dict) and f.get("in_app") and isinstance(f.get("offset"), int)]
 
 
-def relevant_writes(d: dict, probe: dict | None) -> list[dict]:
+def _kinds(checks) -> set[str] | None:
+    """The write kinds that can change what the failed checks read (`_Failure.checks`: an
+    `expect` kind, or `read:<r>` for a saved reading); None for any."""
+    out: set[str] = set()
+    for check, _ in checks:
+        kinds = _KINDS.get(check.removeprefix("read:"))
+        if kinds is None:
+            return None
+        out |= kinds
+    return out or None
+
+
+def _seq(w: dict) -> int:
+    return w["seq"] if isinstance(w.get("seq"), int) else 0
+
+
+def relevant_writes(d: dict, checks) -> list[dict]:
     """The diagnostic's writes that can change what its step checked, latest last; those on
     the element itself or inside it before those that created it (`around`)."""
     writes = [w for w in d.get("writers") or () if isinstance(w, dict) and _in_app(w)]
-    kinds = _KINDS.get(_check(d.get("step"), probe) or "")
+    kinds = _kinds(checks)
     if kinds is not None:
         writes = [w for w in writes if w.get("kind") in kinds]
     own = [w for w in writes if w.get("where") in ("self", "inside")]
-    return sorted(own or writes, key=lambda w: w.get("seq") if isinstance(w.get("seq"), int) else 0)
+    return sorted(own or writes, key=_seq)
 
 
 @rule("probe.writers")
@@ -71,7 +71,7 @@ def writer_blame(c: _Case) -> Ops:
     """A failed check blames the statement of the latest write of the element it read
     (its top in-app frame) directly, and the calls below it and the element's other writes
     as context."""
-    writes = relevant_writes(c.d, c.probe)
+    writes = relevant_writes(c.d, c.failure.checks) if c.d.get("writers") else []
     if not writes:
         return
     g = c.g
