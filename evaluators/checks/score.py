@@ -26,7 +26,7 @@ from evaluators.checks.extract import Extraction, extract_app
 from evaluators.checks.probes import ProbeRunner, StepFailure
 from evaluators.checks.reward import gated_reward
 from evaluators.checks.source import Deadline, SourceTimeout, source_diagnostics
-from evaluators.checks.steps import ProbeError, check_probe
+from evaluators.checks.steps import ProbeError, check_probe, compared_saves
 from evaluators.tasks import Rubric, Task
 
 
@@ -146,8 +146,12 @@ async def _writers(runner: ProbeRunner, frames: Frames) -> list[dict]:
     frames in response coordinates; only writes with a frame in the app are kept."""
     i = runner.watch.step
     step = runner.steps[i] if runner.loaded and i is not None else {}
+    own = runner.step_locator(step)
+    # For an `assert`: the elements whose saved readings it compared.
+    specs = [own] if own is not None else [
+        s["from"] for s in compared_saves(runner.steps, step, i) if s.get("from") is not None][:2]
     out = []
-    for spec in _checked_locators(runner.steps, step):
+    for spec in specs:
         try:
             locator = runner.locator(spec)
         except Exception:  # noqa: BLE001 - a locator the page cannot build: no evidence
@@ -157,21 +161,6 @@ async def _writers(runner: ProbeRunner, frames: Frames) -> list[dict]:
             if any(f["offset"] is not None for f in mapped):
                 out.append({**w, "frames": mapped})
     return out
-
-
-def _checked_locators(steps: list[dict], step: dict) -> list:
-    """The locators whose elements a step checked: its own, or for an `assert`, those of the
-    `save` steps whose readings it compared (at most two)."""
-    spec = ProbeRunner.step_locator(step)
-    if spec is not None:
-        return [spec]
-    if "assert" not in step:
-        return []
-    names = {v["var"] for v in (step.get("left"), step.get("right"))
-             if isinstance(v, dict) and isinstance(v.get("var"), str)}
-    found = [s["from"] for s in steps
-             if isinstance(s, dict) and s.get("save") in names and s.get("from") is not None]
-    return found[:2]
 
 
 async def _run_probe(runner: ProbeRunner, cov: Coverage | None, gate: RuntimeGate | None,

@@ -43,6 +43,25 @@ def step_kind(step: dict) -> str:
     return keys[0]
 
 
+def flat_steps(steps: Any) -> list[dict]:
+    """The steps in order, with each `retry` block's steps in its place."""
+    out = []
+    for s in steps or ():
+        out.extend(flat_steps(s["retry"]) if isinstance(s, dict) and "retry" in s else [s])
+    return out
+
+
+def compared_saves(steps: list, step: dict, index: int | None = None) -> list[dict]:
+    """The `save` steps whose readings an `assert` step compares (among the steps before
+    `index`, when given); [] for any other step."""
+    if "assert" not in step:
+        return []
+    names = {v["var"] for v in (step.get("left"), step.get("right"))
+             if isinstance(v, dict) and "var" in v}
+    before = steps if index is None else steps[:index]
+    return [s for s in flat_steps(before) if isinstance(s, dict) and s.get("save") in names]
+
+
 def js_regex(spec: dict) -> re.Pattern:
     """Compiles a {"regex", "flags"} value. JS-only flags (g, y, u, d) are no-ops here."""
     flags = 0

@@ -17,6 +17,7 @@ import functools
 import re
 from typing import Iterable, Sequence
 
+from evaluators.checks.steps import compared_saves, flat_steps
 from evaluators.contract import Reason, exception_name
 from evaluators.localize.combine import (  # noqa: F401  (re-exported to the rule modules)
     Blame, Combiner, Demote, Drop, Localization, Ops, merge_spans, subtract_spans,
@@ -349,17 +350,10 @@ class _Failure:
         return self.checks[0][0] if self.checks else ""
 
 
-def _flat_steps(steps: Sequence) -> list[dict]:
-    out = []
-    for s in steps or ():
-        out.extend(_flat_steps(s["retry"]) if isinstance(s, dict) and "retry" in s else [s])
-    return out
-
-
 def _step_checks(step: dict, probe: dict | None, index: int | None) -> list[tuple]:
     """``(check, name, locator)`` per element reading the step depends on."""
     if "retry" in step:
-        return [c for s in _flat_steps(step["retry"]) for c in _step_checks(s, None, None)
+        return [c for s in flat_steps(step["retry"]) for c in _step_checks(s, None, None)
                 if c[0] != "action"]
     if "expect" in step:
         return [(step["expect"], step.get("name"), step.get("locator"))]
@@ -371,10 +365,7 @@ def _step_checks(step: dict, probe: dict | None, index: int | None) -> list[tupl
     if "do" in step or "mouse" in step:
         return [("action", None, _step_locator(step))]
     if "assert" in step and probe is not None and index is not None:
-        names = {v["var"] for v in (step.get("left"), step.get("right"))
-                 if isinstance(v, dict) and "var" in v}
-        saves = [s for s in _flat_steps(probe.get("steps", [])[:index])
-                 if isinstance(s, dict) and s.get("save") in names]
+        saves = compared_saves(probe.get("steps", []), step, index)
         return [c for s in saves for c in _step_checks(s, None, None)]
     return []
 

@@ -36,7 +36,7 @@ WRITERS_JS = r"""
 (() => {
   const READER = "%(reader)s", FIRST = %(first)d, LAST = %(last)d;
   if (Object.prototype.hasOwnProperty.call(window, READER)) return;
-  const log = new WeakMap();   // node -> {first: [[kind, Error]], last: [[kind, Error]]}
+  const log = new WeakMap();   // node -> {first, last}: lists of [kind, Error, seq]
   const owners = new WeakMap();  // a classList or style object -> its element
   let seq = 0;  // the writes' order, across nodes
   const note = (node, kind) => {
