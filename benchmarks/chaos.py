@@ -5,8 +5,9 @@ The same apps are scored three ways and compared:
 1. calm: an ``EvaluatorPool`` with nothing killed (the reference verdicts);
 2. chaos: the same pool while a killer thread SIGKILLs a Chromium process of the pool's
    workers at random (exponential gaps, mean ``--kill-every`` seconds; a browser's main
-   process with probability ``--browser-share``, else a renderer), and one pool worker
-   process is SIGKILLed a third of the way through;
+   process with probability ``--browser-share``, else a renderer; a browser chosen is
+   SIGSTOPped instead with probability ``--stop-share``: alive, but answering nothing),
+   and one pool worker process is SIGKILLed a third of the way through;
 3. Ray: the first ``--ray-apps`` apps on ``evaluators.fleet.ray_fleet.RayScorer`` actors, one
    of which is SIGKILLed mid-batch.
 
@@ -21,7 +22,8 @@ each record's gate and reward) differing from the calm run's, for the non-hostil
 hostile apps, kills by kind and wall time. Differing verdicts are listed by name.
 
 Run:
-  python benchmarks/chaos.py [--apps 1000] [--kill-every 20] [--workers 2] [--ray-apps 40]
+  python benchmarks/chaos.py [--apps 1000] [--kill-every 20] [--stop-share 0.25] [--workers 2]
+                             [--ray-apps 40]
 """
 
 from __future__ import annotations
@@ -85,13 +87,15 @@ class Killer:
     Args:
       every_s: mean seconds between kills (exponential gaps).
       browser_share: chance a kill takes a browser's main process (else a renderer).
+      stop_share: chance a browser chosen is stopped (SIGSTOP) instead of killed.
       seed: for the gaps and the choices.
     """
 
-    def __init__(self, every_s: float, browser_share: float, seed: int):
-        self.every_s, self.browser_share = every_s, browser_share
+    def __init__(self, every_s: float, browser_share: float, seed: int, stop_share: float = 0.0):
+        self.every_s, self.browser_share, self.stop_share = every_s, browser_share, stop_share
         self.rng = random.Random(seed)
-        self.kills = {"browser": 0, "renderer": 0, "worker": 0, "actor": 0}
+        self.kills = {"browser": 0, "renderer": 0, "browser stopped": 0, "worker": 0, "actor": 0}
+        self.stopped: list[int] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -102,19 +106,29 @@ class Killer:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
+        for pid in self.stopped:  # the evaluator kills a silent browser; in case it did not
+            self.kill(pid, None)
 
     def _run(self) -> None:
         while not self._stop.wait(self.rng.expovariate(1 / self.every_s)):
             kind = "browser" if self.rng.random() < self.browser_share else "renderer"
             pids = [pid for pid, k, _ in descendants(os.getpid()) if k == kind
                     and _exe(pid) == "chromium"]
-            if pids:
-                self.kill(self.rng.choice(sorted(pids)), kind)
+            if not pids:
+                continue
+            pid = self.rng.choice(sorted(pids))
+            if kind == "browser" and self.rng.random() < self.stop_share:
+                self.kill(pid, "browser stopped", signal.SIGSTOP)
+                self.stopped.append(pid)
+            else:
+                self.kill(pid, kind)
 
-    def kill(self, pid: int, kind: str) -> None:
+    def kill(self, pid: int, kind: str | None, sig: int = signal.SIGKILL) -> None:
+        """Sends `sig` to `pid`, counted under `kind` (None: not counted)."""
         try:
-            os.kill(pid, signal.SIGKILL)
-            self.kills[kind] += 1
+            os.kill(pid, sig)
+            if kind is not None:
+                self.kills[kind] += 1
         except ProcessLookupError:
             pass
 
@@ -205,6 +219,8 @@ def main() -> None:
                     help="mean seconds between SIGKILLs of Chromium processes")
     ap.add_argument("--browser-share", type=float, default=0.25,
                     help="share of kills that take a browser's main process (else a renderer)")
+    ap.add_argument("--stop-share", type=float, default=0.25,
+                    help="share of the browsers chosen that are stopped (SIGSTOP), not killed")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--ray-apps", type=int, default=40, help="apps for the Ray run (0: skip)")
     ap.add_argument("--seed", type=int, default=0)
@@ -217,13 +233,14 @@ def main() -> None:
     tasks, rows = sample(args.apps, args.hostile_share, ports)
     n_hostile = sum(r["hostile"] for r in rows)
     print(f"{len(rows)} apps ({n_hostile} hostile), {args.workers} workers, a kill every "
-          f"{args.kill_every} s on average ({args.browser_share:.0%} browsers)", flush=True)
+          f"{args.kill_every} s on average ({args.browser_share:.0%} browsers, "
+          f"{args.stop_share:.0%} of those stopped)", flush=True)
     results, diffs = [], []
     calm_out, wall, _ = run_pool(tasks, rows, args.workers, None)
     calm = verdicts(calm_out)
     results.append(_row("calm", rows, calm_out, wall, None, {}, diffs))
     print(f"calm: {wall:.0f} s", flush=True)
-    killer = Killer(args.kill_every, args.browser_share, args.seed)
+    killer = Killer(args.kill_every, args.browser_share, args.seed, args.stop_share)
     with killer:
         out, wall, restarts = run_pool(tasks, rows, args.workers, killer)
     results.append(_row("chaos (pool)", rows, out, wall, calm, dict(killer.kills), diffs))

@@ -18,11 +18,12 @@ import multiprocessing as mp
 import queue
 import threading
 import time
+import traceback
 from multiprocessing import connection as mp_connection
 from multiprocessing.connection import Connection
 from typing import Callable, Iterable, Iterator
 
-from evaluators.sandbox.browser import BrowserWorker
+from evaluators.sandbox.browser import BrowserWorker, EvaluatorFault
 from evaluators.config import EvalConfig
 from evaluators.localize.api import Localizer, localize_in_worker
 from evaluators.checks.score import error_record, merge, score_with_retries
@@ -103,7 +104,9 @@ async def judged(judge: Judge | None, task: Task | None, row: dict, rec: dict,
                                   cfg.browser)
     except JudgeUnavailable as e:
         err = error_record(task, f"judge unavailable: {e}")
-        return merge(row, {**err, "attempts": rec.get("attempts")})
+    except EvaluatorFault as e:  # the judge's page lost its browser: not the response's doing
+        err = error_record(task, f"evaluator fault while judging: {e}")
+    return merge(row, {**err, "attempts": rec.get("attempts")})
 
 
 def _worker_main(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: mp.Queue,
@@ -149,11 +152,17 @@ async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: 
 
     async def one(idx: int, row: dict) -> None:
         task = tasks.get(row.get("task_id"))
-        rec = await score_with_retries(worker, task, row, cfg)
-        rec = await judged(judge, task, row, rec, cfg, worker)
-        # Localized here, beside the browser that produced the record: the trainer host
-        # only gathers weights. In a thread, so the pages of other apps keep being served.
-        rec = await asyncio.to_thread(localize_in_worker, localizer, row, rec, task)
+        attempts = 0
+        try:
+            rec = await score_with_retries(worker, task, row, cfg)
+            attempts = rec.get("attempts") or 0
+            rec = await judged(judge, task, row, rec, cfg, worker)
+            # Localized here, beside the browser that produced the record: the trainer host
+            # only gathers weights. In a thread, so the pages of other apps keep being served.
+            rec = await asyncio.to_thread(localize_in_worker, localizer, row, rec, task)
+        except Exception:  # noqa: BLE001 - a row without a record would wait for its deadline
+            rec = merge(row, {**error_record(task, "evaluator exception:\n" +
+                                             traceback.format_exc(limit=8)), "attempts": attempts})
         outbox.put(("result", idx, rec))
 
     while True:

@@ -24,8 +24,9 @@ after another took about 2.4 CPU-s per page with a new context each, 0.9 in
 one reused slot. (The context's HTTP cache, which keeps the CDN libraries,
 outlives a reset: an app can tell only by how fast its libraries arrive.)
 
-Each renderer starts under a memory cap (`renderer_memory_args`), so a page that allocates
-past it fails alone. Chromium reports how a page's renderer ended (`Target.targetCrashed`):
+Each renderer starts under a memory cap (`processes.renderer_memory_args`), so a page that
+allocates past it fails alone. A browser that stops answering is killed (`processes`), and a
+page that was open on it is void (`EvaluatorFault`). Chromium reports how a page's renderer ended (`Target.targetCrashed`):
 one killed by a signal from outside is the evaluator's failure (`check_not_killed`, and the
 response is scored again), any other crash the app's.
 """
@@ -37,7 +38,6 @@ import contextlib
 import dataclasses
 import logging
 import re
-import shutil
 import time
 from typing import AsyncIterator, Awaitable, Callable
 
@@ -45,6 +45,8 @@ from playwright.async_api import Browser, BrowserContext, CDPSession, Page, asyn
 
 from evaluators.sandbox.app_server import APP_ORIGIN, APP_URL, AppServer, is_cdn_url
 from evaluators.config import BrowserConfig
+from evaluators.sandbox.processes import (answers, browser_mark, browser_pid, kill,
+                                          renderer_memory_args, watch_browser)
 from evaluators.sandbox.loading import enable_cpu_reading
 from evaluators.sandbox.quiet import QUIET_JS
 from evaluators.sandbox.writers import WRITERS_JS
@@ -209,6 +211,9 @@ class _Generation:
     stuck: int = 0  # contexts that would not close
     draining: bool = False
     idle: list = dataclasses.field(default_factory=list)
+    watch: asyncio.Future | None = None  # `liveness.watch_browser` of this browser
+    pid: int | None = None  # its main process
+    unanswering: bool = False  # it stopped answering and was killed (`liveness`)
 
 
 class BrowserWorker:
@@ -255,23 +260,54 @@ class BrowserWorker:
         self._gen = await self._new_generation()
         return self
 
-    async def _launch(self) -> Browser:
+    async def _launch(self, mark: str) -> Browser:
         return await self._pw.chromium.launch(
             executable_path=self.cfg.executable_path, headless=True,
             args=[*self.cfg.args, *self._server.chromium_args(),
-                  *renderer_memory_args(self.cfg.renderer_memory_mb)])
+                  *renderer_memory_args(self.cfg.renderer_memory_mb), mark])
 
     async def _new_generation(self) -> _Generation:
-        """Launches a browser and listens for its pages' crash reports."""
-        gen = _Generation(await self._launch())
+        """Launches a browser, listens for its pages' crash reports and watches it answer."""
+        mark = browser_mark()
+        gen = _Generation(await self._launch(mark))
+        gen.pid = await asyncio.to_thread(browser_pid, mark)
+        limit_ms = self.cfg.browser_answer_timeout_ms
+        limit_s = None if limit_ms is None else limit_ms / 1000
         try:
-            gen.session = await gen.browser.new_browser_cdp_session()
+            gen.session = await asyncio.wait_for(gen.browser.new_browser_cdp_session(), limit_s)
             gen.session.on("Target.targetCrashed", lambda ev: _on_crash(gen, ev))
-            await gen.session.send("Target.setDiscoverTargets", {"discover": True})
+            await asyncio.wait_for(
+                gen.session.send("Target.setDiscoverTargets", {"discover": True}), limit_s)
         except Exception as e:  # noqa: BLE001 - a browser we cannot watch is not used
+            if isinstance(e, asyncio.TimeoutError):  # a silent browser would not close
+                kill(gen.pid, "it did not answer as it started")
             await _quietly(asyncio.wait_for(gen.browser.close(), 10))
-            raise EvaluatorFault(f"could not watch the browser's pages: {e}") from e
+            raise EvaluatorFault(f"could not watch the browser's pages: {e!r}") from e
+        if limit_s is not None:
+            gen.watch = asyncio.ensure_future(watch_browser(
+                gen.session, gen.browser.is_connected, min(5.0, limit_s / 3), limit_s,
+                on_stuck=lambda why: self._stuck(gen, why)))
         return gen
+
+    @staticmethod
+    def _stuck(gen: _Generation, why: str) -> None:
+        """Kills a browser that stopped answering: every call waiting on it fails at once."""
+        gen.draining = gen.unanswering = True
+        kill(gen.pid, why)
+
+    async def _answered(self, gen: _Generation) -> bool:
+        """Whether the browser still answers as a page of it ends (killed if it does not).
+
+        A page of a browser that stopped answering cannot answer either, and its load,
+        steps and watchdog then time out: those verdicts say nothing of the app.
+        """
+        limit_ms = self.cfg.browser_answer_timeout_ms
+        if limit_ms is None or gen.session is None:
+            return True
+        # Asked even of a browser that is gone: the watch may have killed it meanwhile.
+        if not gen.unanswering and not await answers(gen.session, limit_ms / 1000):
+            self._stuck(gen, "it did not answer as a page ended")
+        return not gen.unanswering
 
     async def _admit(self) -> None:
         """Waits until the CPUs have room for another page (see BrowserConfig.admit_cpu_busy)."""
@@ -322,6 +358,8 @@ class BrowserWorker:
             asyncio.ensure_future(_quietly(asyncio.wait_for(gen.browser.close(), 30)))
 
     async def close(self) -> None:
+        if self._gen is not None and self._gen.watch is not None:
+            self._gen.watch.cancel()
         with contextlib.suppress(Exception):
             if self._gen is not None:
                 await asyncio.wait_for(self._gen.browser.close(), 10)
@@ -410,7 +448,11 @@ class BrowserWorker:
             finally:
                 if slot is not None:
                     self._closed(slot.watch)
+                    answered = await self._answered(gen)
                     await self._put_back(slot, gen)
+                    if not answered:
+                        raise EvaluatorFault("the browser stopped answering while this page "
+                                             "was open: its verdicts are void")
 
     def _idle_slot(self, gen: _Generation) -> _Slot | None:
         """An idle slot whose renderer is alive (one may have been killed while it waited)."""
@@ -536,30 +578,6 @@ def _on_crash(gen: _Generation, event: dict) -> None:
         slot.dead = True
         slot.watch.crashed = True
         slot.watch.crash_status = event.get("status") or "crashed"
-
-
-def renderer_memory_args(cap_mb: int | None) -> list[str]:
-    """Chromium flags that start every renderer under a memory cap (RLIMIT_DATA), or none.
-
-    Renderers are started through ``prlimit`` (util-linux), so the cap holds from a
-    renderer's first instruction: allocations past it fail inside that renderer (an
-    ArrayBuffer throws a RangeError, anything else crashes the renderer), and no page
-    can push a machine that runs many of them into the kernel's OOM killer. RLIMIT_DATA
-    counts private writable memory, which is what the JS heap, ArrayBuffers, the DOM and
-    canvases take; address space merely reserved (V8's sandbox, 1 TB) does not count.
-
-    Raises:
-        RuntimeError: a cap is asked for and ``prlimit`` is missing.
-    """
-    if cap_mb is None:
-        return []
-    prlimit = shutil.which("prlimit")
-    if prlimit is None:
-        raise RuntimeError("prlimit (util-linux) is needed to cap renderer memory "
-                           "(BrowserConfig.renderer_memory_mb; None turns the cap off)")
-    cap = int(cap_mb) << 20
-    # Chromium splits the prefix at spaces: prlimit's path has none.
-    return [f"--renderer-cmd-prefix={prlimit} --data={cap}:{cap}"]
 
 
 async def _quietly(awaitable) -> None:

@@ -1,0 +1,128 @@
+"""The browser's processes: found by a mark, capped in memory, watched, killed when silent.
+
+Memory: every renderer starts under a cap (`renderer_memory_args`).
+
+Silence: a browser that stops answering is killed, so that its hang becomes a crash.
+
+Playwright's calls on a browser wait as long as its pipe stays open. A Chromium main
+process that is alive but no longer answers (stopped by a signal, deadlocked, swapped out
+for good) therefore holds every call on it for ever: opening a context, a page, a CDP
+command outside a probe's own time limit. Those waits have no limit of their own, and the
+worker's event loop keeps turning, so nothing else noticed: one such browser stalled a
+pool until its per-row deadline, over an hour. Its renderers have a watchdog of their own
+(`checks.score`), the browser had none.
+
+`watch_browser` asks the browser a trivial question (``Browser.getVersion``) every few
+seconds. When no answer comes within the limit it SIGKILLs the browser's main process:
+Playwright then sees the pipe close, every pending call on that browser fails at once,
+and the apps that were using it are scored again on a new browser as after any other
+browser crash (an evaluator fault, never the response's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import signal
+import uuid
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+# Chromium keeps unknown switches on its command line and ignores them: this one names
+# the browser's main process among every Chromium on the machine.
+_MARK = "--rcca-browser="
+
+
+def browser_mark() -> str:
+    """A fresh switch to launch a browser with, for `browser_pid`."""
+    return _MARK + uuid.uuid4().hex
+
+
+def browser_pid(mark: str, proc: Path = Path("/proc")) -> int | None:
+    """The pid of the Chromium main process launched with `mark`, or None if none lives.
+
+    Its child processes (renderers, GPU, zygotes) carry ``--type=``; the main one does not.
+    """
+    for entry in proc.iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        args = [a.decode(errors="replace") for a in argv]
+        if mark in args and not any(a.startswith("--type=") for a in args):
+            return int(entry.name)
+    return None
+
+
+async def answers(session, limit_s: float) -> bool:
+    """Whether the browser answers a trivial question within `limit_s`.
+
+    A browser that is gone (closed, crashed) counts as answering: its calls fail at once,
+    and the paths that handle a crash take it from there.
+    """
+    try:
+        await asyncio.wait_for(session.send("Browser.getVersion"), limit_s)
+    except asyncio.TimeoutError:
+        return False
+    except Exception:  # noqa: BLE001 - closed or crashed, not stuck
+        pass
+    return True
+
+
+def kill(pid: int | None, why: str) -> None:
+    """SIGKILLs a browser's main process (its renderers end with it)."""
+    log.warning("killing the browser (pid %s): %s", pid, why)
+    if pid is not None:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+async def watch_browser(session, connected, every_s: float, limit_s: float,
+                        on_stuck) -> None:
+    """Asks the browser for its version every `every_s`; calls `on_stuck` if it does not answer.
+
+    Args:
+      session: the browser's CDP session (Playwright's ``new_browser_cdp_session``).
+      connected: callable, False once the browser is closed or gone (the watch ends).
+      every_s: seconds between questions.
+      limit_s: seconds an answer may take.
+      on_stuck: called once when an answer did not come (it kills the browser).
+    """
+    while True:
+        await asyncio.sleep(every_s)
+        if not connected():
+            return
+        if not await answers(session, limit_s):
+            on_stuck(f"it did not answer within {limit_s:.0f} s")
+            return
+
+
+def renderer_memory_args(cap_mb: int | None) -> list[str]:
+    """Chromium flags that start every renderer under a memory cap (RLIMIT_DATA), or none.
+
+    Renderers are started through ``prlimit`` (util-linux), so the cap holds from a
+    renderer's first instruction: allocations past it fail inside that renderer (an
+    ArrayBuffer throws a RangeError, anything else crashes the renderer), and no page
+    can push a machine that runs many of them into the kernel's OOM killer. RLIMIT_DATA
+    counts private writable memory, which is what the JS heap, ArrayBuffers, the DOM and
+    canvases take; address space merely reserved (V8's sandbox, 1 TB) does not count.
+
+    Raises:
+        RuntimeError: a cap is asked for and ``prlimit`` is missing.
+    """
+    if cap_mb is None:
+        return []
+    prlimit = shutil.which("prlimit")
+    if prlimit is None:
+        raise RuntimeError("prlimit (util-linux) is needed to cap renderer memory "
+                           "(BrowserConfig.renderer_memory_mb; None turns the cap off)")
+    cap = int(cap_mb) << 20
+    # Chromium splits the prefix at spaces: prlimit's path has none.
+    return [f"--renderer-cmd-prefix={prlimit} --data={cap}:{cap}"]

@@ -1,0 +1,105 @@
+"""A browser that stops answering (issue 17: the pool stall) is killed and its apps rescored.
+
+A Chromium main process that is alive but silent (here SIGSTOPped; in the wild a deadlock)
+used to hold every call on it for ever, and its pages' watchdogs then failed the apps as
+hung: the evaluator's failure scored as the response's. Real Chromium throughout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from benchmarks.proc_cpu import descendants
+from evaluators.checks.score import error_record
+from evaluators.config import EvalConfig
+from evaluators.fleet import pool as pool_mod
+from evaluators.fleet.pool import make_mirror, score_rows_async
+from evaluators.sandbox.browser import BrowserWorker, EvaluatorFault
+from evaluators.sandbox.processes import browser_mark, browser_pid
+from evaluators.tasks import parse_task
+from tests.test_evaluator_browser import GOOD
+
+CFG = EvalConfig()
+CFG = dataclasses.replace(CFG, browser=dataclasses.replace(
+    CFG.browser, load_timeout_ms=10_000, probe_time_limit_ms=25_000, hang_timeout_ms=3000,
+    pages_per_worker=4, browser_answer_timeout_ms=3000, decide_when_quiet=False))
+SLOW = parse_task({"id": "slow", "prompt": "p", "rubrics": [
+    {"id": "r", "text": "x", "kind": "dynamic", "importance": "core", "probe": {
+        "steps": [{"wait_ms": 4000}, {"expect": "text", "locator": "#count", "value": "0"}],
+        "timeout_ms": 3000}}]})
+
+
+def test_browser_pid_finds_the_main_process_by_its_mark():
+    mark = browser_mark()
+    sleep = [sys.executable, "-c", "import time; time.sleep(60)"]
+    main = subprocess.Popen([*sleep, mark])
+    child = subprocess.Popen([*sleep, mark, "--type=renderer"])  # a child carries --type=
+    other = subprocess.Popen([*sleep, browser_mark()])
+    try:
+        time.sleep(0.3)
+        assert browser_pid(mark) == main.pid
+        main.kill()
+        main.wait()
+        assert browser_pid(mark) is None  # the renderer is not taken for the browser
+    finally:
+        for p in (main, child, other):
+            p.kill()
+            p.wait()
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(180)
+def test_a_stopped_browser_is_killed_and_its_app_scored_again():
+    # SIGSTOP to the browser's main process while a probe waits: its page cannot answer
+    # (the watchdog would call the app hung) and nothing on that browser returns. The
+    # browser is found silent within 3 s, killed, and the response scored again on a new
+    # one: same verdict as undisturbed, second attempt, well inside a minute.
+
+    async def run():
+        worker = await BrowserWorker(CFG.browser, make_mirror(CFG)).start()
+        stopped = []
+        try:
+            scoring = asyncio.ensure_future(score_rows_async(
+                [{"task_id": "slow", "response": GOOD}], {"slow": SLOW}, CFG, worker=worker))
+            await asyncio.sleep(2.5)  # loaded, waiting in its first step
+            stopped = [pid for pid, kind, _ in descendants(os.getpid()) if kind == "browser"]
+            assert len(stopped) == 1
+            os.kill(stopped[0], signal.SIGSTOP)
+            t0 = time.monotonic()
+            (rec,) = await asyncio.wait_for(scoring, 90)
+            return rec, time.monotonic() - t0, worker.restarts
+        finally:
+            for pid in stopped:  # never left stopped, whatever happened
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            await worker.close()
+
+    rec, wall, restarts = asyncio.run(run())
+    assert (rec["status"], rec["reward"], rec["attempts"]) == ("ok", 1.0, 2), rec["diagnostics"]
+    assert restarts == 1
+    assert wall < 45, wall
+
+
+def test_a_fault_while_judging_is_an_evaluator_error(monkeypatch):
+    # The judge's page can lose its browser too: the row comes back as an evaluator error
+    # (never a low score), instead of escaping the worker and leaving its row unanswered.
+    async def broken(*args, **kwargs):
+        raise EvaluatorFault("the browser stopped answering")
+
+    monkeypatch.setattr(pool_mod, "judge_record", broken)
+    rec = {"status": "ok", "reward": 1.0, "attempts": 1}
+    out = asyncio.run(pool_mod.judged(object(), SLOW, {"task_id": "slow", "response": GOOD},
+                                      rec, CFG))
+    want = error_record(SLOW, "")
+    assert (out["status"], out["reward"], out["attempts"]) == (want["status"], None, 1)
+    assert "evaluator fault while judging" in out["error"]
