@@ -5,7 +5,7 @@ The same apps are scored three ways and compared:
 1. calm: an ``EvaluatorPool`` with nothing killed (the reference verdicts);
 2. chaos: the same pool while a killer thread SIGKILLs a Chromium process of the pool's
    workers at random (exponential gaps, mean ``--kill-every`` seconds; a browser's main
-   process with probability ``--browser-share``, else a renderer; a browser chosen is
+   process with probability ``--browser-share``, else a renderer; a process chosen is
    SIGSTOPped instead with probability ``--stop-share``: alive, but answering nothing),
    and one pool worker process is SIGKILLed a third of the way through;
 3. Ray: the first ``--ray-apps`` apps on ``evaluators.fleet.ray_fleet.RayScorer`` actors, one
@@ -87,14 +87,15 @@ class Killer:
     Args:
       every_s: mean seconds between kills (exponential gaps).
       browser_share: chance a kill takes a browser's main process (else a renderer).
-      stop_share: chance a browser chosen is stopped (SIGSTOP) instead of killed.
+      stop_share: chance a process chosen is stopped (SIGSTOP) instead of killed.
       seed: for the gaps and the choices.
     """
 
     def __init__(self, every_s: float, browser_share: float, seed: int, stop_share: float = 0.0):
         self.every_s, self.browser_share, self.stop_share = every_s, browser_share, stop_share
         self.rng = random.Random(seed)
-        self.kills = {"browser": 0, "renderer": 0, "browser stopped": 0, "worker": 0, "actor": 0}
+        self.kills = {"browser": 0, "renderer": 0, "browser stopped": 0,
+                      "renderer stopped": 0, "worker": 0, "actor": 0}
         self.stopped: list[int] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -106,7 +107,7 @@ class Killer:
     def __exit__(self, *exc) -> None:
         self._stop.set()
         self._thread.join()
-        for pid in self.stopped:  # the evaluator kills a silent browser; in case it did not
+        for pid in self.stopped:  # the evaluator kills stopped processes; in case it did not
             self.kill(pid, None)
 
     def _run(self) -> None:
@@ -117,8 +118,8 @@ class Killer:
             if not pids:
                 continue
             pid = self.rng.choice(sorted(pids))
-            if kind == "browser" and self.rng.random() < self.stop_share:
-                self.kill(pid, "browser stopped", signal.SIGSTOP)
+            if self.rng.random() < self.stop_share:
+                self.kill(pid, f"{kind} stopped", signal.SIGSTOP)
                 self.stopped.append(pid)
             else:
                 self.kill(pid, kind)
@@ -220,7 +221,7 @@ def main() -> None:
     ap.add_argument("--browser-share", type=float, default=0.25,
                     help="share of kills that take a browser's main process (else a renderer)")
     ap.add_argument("--stop-share", type=float, default=0.25,
-                    help="share of the browsers chosen that are stopped (SIGSTOP), not killed")
+                    help="share of the processes chosen that are stopped (SIGSTOP), not killed")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--ray-apps", type=int, default=40, help="apps for the Ray run (0: skip)")
     ap.add_argument("--seed", type=int, default=0)
@@ -234,7 +235,7 @@ def main() -> None:
     n_hostile = sum(r["hostile"] for r in rows)
     print(f"{len(rows)} apps ({n_hostile} hostile), {args.workers} workers, a kill every "
           f"{args.kill_every} s on average ({args.browser_share:.0%} browsers, "
-          f"{args.stop_share:.0%} of those stopped)", flush=True)
+          f"{args.stop_share:.0%} of the picks stopped, not killed)", flush=True)
     results, diffs = [], []
     calm_out, wall, _ = run_pool(tasks, rows, args.workers, None)
     calm = verdicts(calm_out)

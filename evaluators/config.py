@@ -210,7 +210,11 @@ class EvalConfig:
         failed, so each rubric gets a verdict (for benchmarks that compare
         verdicts); the reward stays gated either way.
       retries: how often a response whose scoring hit an evaluator fault
-        (browser died) is scored again before it gets status `error`.
+        (browser died) is scored again before it gets status `error`. A fault
+        voids every page open on that browser, so on a fleet where processes
+        die (the OOM killer, an operator, `benchmarks/chaos.py`) one retry
+        left about one row in a hundred as an error; two make that rare, and
+        cost nothing where nothing dies.
       source_time_limit_ms: gate S, the whole source check (the HTML parse and
         every inline script and stylesheet), runs in a thread of its own and
         must end within this; past it the response fails gate S (a
@@ -226,7 +230,7 @@ class EvalConfig:
     reward: RewardConfig = dataclasses.field(default_factory=RewardConfig)
     browser: BrowserConfig = dataclasses.field(default_factory=BrowserConfig)
     run_rubrics_after_gate_failure: bool = False
-    retries: int = 1
+    retries: int = 2
     source_time_limit_ms: int = 10_000
     judge: JudgeConfig = dataclasses.field(default_factory=JudgeConfig)
 

@@ -2,7 +2,9 @@
 
 A Chromium main process that is alive but silent (here SIGSTOPped; in the wild a deadlock)
 used to hold every call on it for ever, and its pages' watchdogs then failed the apps as
-hung: the evaluator's failure scored as the response's. Real Chromium throughout.
+hung: the evaluator's failure scored as the response's. A stopped renderer did the second
+alone. Real Chromium throughout, but for the silence of a deadlock (a session that never
+answers).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from evaluators.config import EvalConfig
 from evaluators.fleet import pool as pool_mod
 from evaluators.fleet.pool import make_mirror, score_rows_async
 from evaluators.sandbox.browser import BrowserWorker, EvaluatorFault
-from evaluators.sandbox.processes import browser_mark, browser_pid
+from evaluators.sandbox.processes import browser_mark, browser_pid, stopped, watch_browser
 from evaluators.tasks import parse_task
 from tests.test_evaluator_browser import GOOD
 
@@ -53,6 +55,101 @@ def test_browser_pid_finds_the_main_process_by_its_mark():
         for p in (main, child, other):
             p.kill()
             p.wait()
+
+
+def test_stopped_finds_the_stopped_processes_below_a_pid():
+    # A parent with a child and a grandchild; only the stopped grandchild is reported.
+    code = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+            "\"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
+            "'import time; time.sleep(60)']); time.sleep(60)\"]); time.sleep(60)")
+    top = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        below = []
+        for _ in range(100):
+            below = [pid for pid, _, _ in descendants(top.pid)]
+            if len(below) == 2:
+                break
+            time.sleep(0.05)
+        assert len(below) == 2, below
+        assert stopped(top.pid) == []
+        leaf = max(below)  # started last
+        os.kill(leaf, signal.SIGSTOP)
+        for _ in range(100):
+            if stopped(top.pid):
+                break
+            time.sleep(0.02)
+        assert stopped(top.pid) == [leaf]
+        os.kill(leaf, signal.SIGCONT)
+        time.sleep(0.2)
+        assert stopped(top.pid) == []
+    finally:
+        for pid in below:
+            os.kill(pid, signal.SIGKILL)
+        top.kill()
+        top.wait()
+
+
+def test_a_browser_that_never_answers_is_called_stuck():
+    # A deadlocked browser (a session whose questions never return) is reported once,
+    # within the limit, and the watch ends; one that answers is left alone.
+    class Session:
+        def __init__(self, silent):
+            self.silent, self.asked = silent, 0
+
+        async def send(self, method):
+            self.asked += 1
+            if self.silent:
+                await asyncio.Event().wait()
+            return {"product": "x"}
+
+    async def run(silent):
+        session, stuck, ticks = Session(silent), [], []
+        watch = watch_browser(session, lambda: True, 0.05, 0.2, stuck.append,
+                              on_tick=lambda: ticks.append(1))
+        try:
+            await asyncio.wait_for(watch, 1.0)
+        except asyncio.TimeoutError:
+            pass
+        return session.asked, stuck, len(ticks)
+
+    asked, stuck, ticks = asyncio.run(run(silent=True))
+    assert (asked, ticks, len(stuck)) == (1, 1, 1) and "0 s" in stuck[0]
+    asked, stuck, ticks = asyncio.run(run(silent=False))
+    assert stuck == [] and asked >= 5 and ticks == asked
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(180)
+def test_a_stopped_renderer_is_killed_and_its_app_scored_again():
+    # SIGSTOP to the page's renderer while a probe waits: the page answers nothing and its
+    # watchdog (3 s here) would call the app hung. The stopped process is found (at the
+    # browser's next check, or as the page ends), killed, and the page's verdicts are void:
+    # the response is scored again, same verdict as undisturbed, second attempt.
+
+    async def run():
+        worker = await BrowserWorker(CFG.browser, make_mirror(CFG)).start()
+        stopped_pids = []
+        try:
+            scoring = asyncio.ensure_future(score_rows_async(
+                [{"task_id": "slow", "response": GOOD}], {"slow": SLOW}, CFG, worker=worker))
+            await asyncio.sleep(2.5)  # loaded, waiting in its first step
+            stopped_pids = [pid for pid, kind, _ in descendants(os.getpid())
+                            if kind == "renderer"]
+            assert stopped_pids
+            for pid in stopped_pids:
+                os.kill(pid, signal.SIGSTOP)
+            (rec,) = await asyncio.wait_for(scoring, 90)
+            return rec
+        finally:
+            for pid in stopped_pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            await worker.close()
+
+    rec = asyncio.run(run())
+    assert (rec["status"], rec["reward"], rec["attempts"]) == ("ok", 1.0, 2), rec["diagnostics"]
 
 
 @pytest.mark.browser

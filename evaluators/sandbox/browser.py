@@ -46,7 +46,8 @@ from playwright.async_api import Browser, BrowserContext, CDPSession, Page, asyn
 from evaluators.sandbox.app_server import APP_ORIGIN, APP_URL, AppServer, is_cdn_url
 from evaluators.config import BrowserConfig
 from evaluators.sandbox.processes import (answers, browser_mark, browser_pid, kill,
-                                          renderer_memory_args, watch_browser)
+                                          renderer_memory_args, state,
+                                          stopped, watch_browser)
 from evaluators.sandbox.loading import enable_cpu_reading
 from evaluators.sandbox.quiet import QUIET_JS
 from evaluators.sandbox.writers import WRITERS_JS
@@ -213,7 +214,8 @@ class _Generation:
     idle: list = dataclasses.field(default_factory=list)
     watch: asyncio.Future | None = None  # `liveness.watch_browser` of this browser
     pid: int | None = None  # its main process
-    unanswering: bool = False  # it stopped answering and was killed (`liveness`)
+    unanswering: bool = False  # it stopped answering and was killed (`processes`)
+    stops: int = 0  # its processes found stopped from outside, and killed
 
 
 class BrowserWorker:
@@ -286,7 +288,7 @@ class BrowserWorker:
         if limit_s is not None:
             gen.watch = asyncio.ensure_future(watch_browser(
                 gen.session, gen.browser.is_connected, min(5.0, limit_s / 3), limit_s,
-                on_stuck=lambda why: self._stuck(gen, why)))
+                on_stuck=lambda why: self._stuck(gen, why), on_tick=lambda: _unstop(gen)))
         return gen
 
     @staticmethod
@@ -436,6 +438,7 @@ class BrowserWorker:
             stack.callback(self._page_done)
             gen = await self._acquire()
             stack.callback(self._release, gen)
+            stops = gen.stops
             self.pages_served += 1
             slot = None
             try:
@@ -448,11 +451,16 @@ class BrowserWorker:
             finally:
                 if slot is not None:
                     self._closed(slot.watch)
+                    _unstop(gen)
                     answered = await self._answered(gen)
                     await self._put_back(slot, gen)
                     if not answered:
                         raise EvaluatorFault("the browser stopped answering while this page "
                                              "was open: its verdicts are void")
+                    if gen.stops > stops:
+                        raise EvaluatorFault("a process of the browser was stopped from "
+                                             "outside while this page was open: its verdicts "
+                                             "are void")
 
     def _idle_slot(self, gen: _Generation) -> _Slot | None:
         """An idle slot whose renderer is alive (one may have been killed while it waited)."""
@@ -569,6 +577,22 @@ class BrowserWorker:
                     if gen is self._gen:
                         self._gen = None
                         self._retire(gen, f"{gen.stuck} contexts would not close")
+
+
+def _unstop(gen: _Generation) -> None:
+    """Kills the browser's processes that something outside stopped (`processes.stopped`).
+
+    Which page a stopped renderer served is not known here, so every page open meanwhile
+    is void (`BrowserWorker.page`): a few extra scorings, only when something stopped one.
+    """
+    if gen.pid is None or gen.unanswering:
+        return
+    if state(gen.pid) in ("T", "t"):  # the main process: no need to wait for its silence
+        BrowserWorker._stuck(gen, "it was stopped from outside")
+        return
+    for pid in stopped(gen.pid):
+        gen.stops += 1
+        kill(pid, "it was stopped from outside", what="a process of the browser")
 
 
 def _on_crash(gen: _Generation, event: dict) -> None:

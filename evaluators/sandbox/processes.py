@@ -2,7 +2,11 @@
 
 Memory: every renderer starts under a cap (`renderer_memory_args`).
 
-Silence: a browser that stops answering is killed, so that its hang becomes a crash.
+Silence: a browser that stops answering is killed, so that its hang becomes a crash. A
+process of the browser that is stopped (SIGSTOP, a debugger: `stopped`) is killed too.
+A stopped renderer answers nothing either, and its page's watchdog would fail the app as
+hung; nothing an app can do stops its own process, so a stopped one is always the work of
+something outside, and the pages open meanwhile are void (`sandbox.browser`).
 
 Playwright's calls on a browser wait as long as its pipe stays open. A Chromium main
 process that is alive but no longer answers (stopped by a signal, deadlocked, swapped out
@@ -74,9 +78,48 @@ async def answers(session, limit_s: float) -> bool:
     return True
 
 
-def kill(pid: int | None, why: str) -> None:
-    """SIGKILLs a browser's main process (its renderers end with it)."""
-    log.warning("killing the browser (pid %s): %s", pid, why)
+def children(pid: int, proc: Path = Path("/proc")) -> list[int]:
+    """Pids of the processes `pid` started (any of its threads), [] once it is gone."""
+    out: list[int] = []
+    try:
+        tasks = list((proc / str(pid) / "task").iterdir())
+    except OSError:
+        return out
+    for task in tasks:
+        try:
+            out += [int(c) for c in (task / "children").read_text().split()]
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def state(pid: int, proc: Path = Path("/proc")) -> str | None:
+    """A process's state letter (``R``, ``S``, ``T`` stopped, ``t`` traced...), None if gone."""
+    try:
+        # The command name in parentheses may hold spaces and parentheses: split after it.
+        return (proc / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return None
+
+
+def stopped(pid: int, proc: Path = Path("/proc")) -> list[int]:
+    """The processes below `pid` (renderers, GPU, utilities, zygotes) that are stopped.
+
+    Walked through ``/proc/<pid>/task/<tid>/children``: a few small reads, cheap enough to
+    run as every page ends.
+    """
+    found, todo = [], children(pid, proc)
+    while todo:
+        p = todo.pop()
+        if state(p, proc) in ("T", "t"):
+            found.append(p)
+        todo += children(p, proc)
+    return found
+
+
+def kill(pid: int | None, why: str, what: str = "the browser") -> None:
+    """SIGKILLs a process of the browser (its main one: its renderers end with it)."""
+    log.warning("killing %s (pid %s): %s", what, pid, why)
     if pid is not None:
         try:
             os.kill(pid, signal.SIGKILL)
@@ -85,7 +128,7 @@ def kill(pid: int | None, why: str) -> None:
 
 
 async def watch_browser(session, connected, every_s: float, limit_s: float,
-                        on_stuck) -> None:
+                        on_stuck, on_tick=None) -> None:
     """Asks the browser for its version every `every_s`; calls `on_stuck` if it does not answer.
 
     Args:
@@ -94,11 +137,14 @@ async def watch_browser(session, connected, every_s: float, limit_s: float,
       every_s: seconds between questions.
       limit_s: seconds an answer may take.
       on_stuck: called once when an answer did not come (it kills the browser).
+      on_tick: called before each question (it kills the browser's stopped processes).
     """
     while True:
         await asyncio.sleep(every_s)
         if not connected():
             return
+        if on_tick is not None:
+            on_tick()
         if not await answers(session, limit_s):
             on_stuck(f"it did not answer within {limit_s:.0f} s")
             return
