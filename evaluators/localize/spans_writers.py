@@ -25,7 +25,7 @@ _KINDS = {
     "value": {"value", "attr"}, "checked": {"value", "attr"},
     "enabled": {"attr"}, "disabled": {"attr"},
     "class": {"class", "attr"}, "attribute": {"attr", "class", "value"},
-    "css": {"style", "class", "attr"},
+    "css": {"style", "class", "attr"}, "canvas": {"draw", "attr"},
     "visible": {"style", "class", "attr", "child", "html"},
     "hidden": {"style", "class", "attr", "child", "html"},
 }

@@ -14,10 +14,23 @@ HTML writes of its ancestors (the code that created it, or replaced it); the sta
 like an exception's (`browser.parse_stack`), and `checks.diagnostics.Frames` maps their frames
 to the response. The wrappers' own frames belong to no app URL and map to nothing.
 
-What it cannot see: a canvas's pixels (draw calls are not DOM writes), a write through a
-framework's virtual DOM shows the framework's frames below the app's (the app's frames are
-still on the stack), and an asynchronous callback's stack begins at the callback (V8 keeps
-no scheduling frames for timers and events).
+Canvas draws are not DOM writes: a 2D or WebGL context's drawing calls (fills, strokes,
+text, images, pixels, clears, WebGL draws) are noted on the context's canvas as `draw`
+writes, the first call of each task only (a frame draws hundreds of shapes, and one stack
+says which code drew it).
+
+Scheduling: V8's `Error.stack` of a callback begins at the callback (only `await` keeps
+its callers), so the code that started a timer, an animation frame, a microtask or a promise
+reaction would be lost. Those APIs are wrapped so that each callback carries the stack that
+scheduled it, and the stacks of up to `SCHEDULERS` - 1 callbacks before it; a write made in
+the callback keeps them, and its frames continue with them, newest first, as the stack of a
+synchronous call would (Chromium's DevTools shows asynchronous stacks the same way). Event
+listeners are not wrapped: their scheduler is the line that bound them, which the code graph
+already knows, and the dispatch came from the probe.
+
+What it cannot see: which of a task's draw calls drew a wrong pixel (only the task's first
+is noted), and a write through a framework's virtual DOM shows the framework's frames below
+the app's (the app's frames are still on the stack).
 """
 
 from __future__ import annotations
@@ -31,11 +44,17 @@ from playwright.async_api import Locator
 READER = "__rccaWrites__"
 # Writes kept per node: the first ones (the state it started with) and the latest ones.
 FIRST, LAST = 2, 6
+# Scheduling stacks a callback carries: its own scheduler's and those of the callbacks
+# that scheduled it, newest first (a chain of timers is cut here, so memory stays bounded).
+SCHEDULERS = 2
 
 WRITERS_JS = r"""
 (() => {
-  const READER = "%(reader)s", FIRST = %(first)d, LAST = %(last)d;
+  const READER = "%(reader)s", FIRST = %(first)d, LAST = %(last)d, SCHEDULERS = %(schedulers)d;
   if (Object.prototype.hasOwnProperty.call(window, READER)) return;
+  const W = window;
+  const microtask = W.queueMicrotask && W.queueMicrotask.bind(W);  // before it is wrapped
+  let scheduled = null;  // the running callback's scheduling Errors, newest first
   const log = new WeakMap();   // node -> {first, last}: lists of [kind, Error, seq]
   const owners = new WeakMap();  // a classList or style object -> its element
   let seq = 0;  // the writes' order, across nodes
@@ -46,7 +65,7 @@ WRITERS_JS = r"""
     // Two frames of the stack are this file's (the wrapper, this function).
     const limit = Error.stackTraceLimit;
     Error.stackTraceLimit = 14;
-    const w = [kind, new Error(), ++seq];
+    const w = [kind, new Error(), ++seq, scheduled];
     Error.stackTraceLimit = limit;
     if (r.first.length < FIRST) r.first.push(w);
     else { r.last.push(w); if (r.last.length > LAST) r.last.shift(); }
@@ -81,7 +100,6 @@ WRITERS_JS = r"""
   };
   const parent = (n) => n && n.parentNode;
   const ownerOf = (x) => owners.get(x);
-  const W = window;
   setter(W.Node && Node.prototype, "textContent", "text");
   setter(W.Node && Node.prototype, "nodeValue", "text", parent);
   setter(W.CharacterData && CharacterData.prototype, "data", "text", parent);
@@ -100,7 +118,7 @@ WRITERS_JS = r"""
       ["HTMLButtonElement", ["disabled", "value"]],
       ["HTMLOutputElement", ["value"]], ["HTMLProgressElement", ["value", "max"]],
       ["HTMLMeterElement", ["value"]], ["HTMLImageElement", ["src"]],
-      ["HTMLAnchorElement", ["href"]]])
+      ["HTMLAnchorElement", ["href"]], ["HTMLCanvasElement", ["width", "height"]]])
     for (const p of props) setter(W[ctor] && W[ctor].prototype, p,
                                   p === "value" || p === "checked" || p === "selected" ||
                                   p === "selectedIndex" || p === "valueAsNumber"
@@ -150,13 +168,55 @@ WRITERS_JS = r"""
   styled(W.SVGElement && SVGElement.prototype);
   const css = W.CSSStyleDeclaration && CSSStyleDeclaration.prototype;
   for (const m of ["setProperty", "removeProperty"]) method(css, m, "style", ownerOf);
+  // Canvas draws, noted on the canvas once per task (the flag is cleared by a microtask).
+  const drawn = new WeakSet();
+  const canvasOf = (ctx) => {
+    const c = ctx && ctx.canvas;
+    if (!c || drawn.has(c) || !microtask) return null;
+    drawn.add(c);
+    microtask(() => drawn.delete(c));
+    return c;
+  };
+  for (const ctor of ["CanvasRenderingContext2D", "OffscreenCanvasRenderingContext2D"])
+    for (const m of ["fillRect", "strokeRect", "clearRect", "fillText", "strokeText", "fill",
+                     "stroke", "drawImage", "putImageData", "reset"])
+      method(W[ctor] && W[ctor].prototype, m, "draw", canvasOf);
+  for (const ctor of ["WebGLRenderingContext", "WebGL2RenderingContext"])
+    for (const m of ["drawArrays", "drawElements", "clear", "drawArraysInstanced",
+                     "drawElementsInstanced"])
+      method(W[ctor] && W[ctor].prototype, m, "draw", canvasOf);
+  // Scheduling: each callback carries the stacks that scheduled it (see the module's notes).
+  const carry = (fn) => {
+    if (typeof fn !== "function") return fn;  // setTimeout("code"): left as it is
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 10;
+    const chain = [new Error(), ...(scheduled || []).slice(0, SCHEDULERS - 1)];
+    Error.stackTraceLimit = limit;
+    return function (...args) {
+      const saved = scheduled;
+      scheduled = chain;
+      try { return fn.apply(this, args); } finally { scheduled = saved; }
+    };
+  };
+  for (const name of ["setTimeout", "setInterval", "requestAnimationFrame", "queueMicrotask",
+                      "requestIdleCallback"]) {
+    const orig = W[name];
+    if (typeof orig !== "function") continue;
+    W[name] = {[name](fn, ...rest) { return orig.call(this, carry(fn), ...rest); }}[name];
+  }
+  const then = W.Promise && Promise.prototype.then;
+  if (typeof then === "function")
+    Object.defineProperty(Promise.prototype, "then", {value: {then(ok, bad) {
+      return then.call(this, carry(ok), carry(bad));
+    }}.then, writable: true, configurable: true});
   // A node's writes, deduplicated by kind and stack, the latest of each kept.
   const writes = (node, where, kinds, out) => {
     const r = log.get(node);
     if (!r) return;
-    for (const [kind, err, n] of r.first.concat(r.last))
+    for (const [kind, err, n, chain] of r.first.concat(r.last))
       if (!kinds || kinds.includes(kind))
-        out.push({kind, where, seq: n, stack: String(err.stack || "")});
+        out.push({kind, where, seq: n, stack: String(err.stack || ""),
+                  scheduled: (chain || []).map((e) => String(e.stack || ""))});
   };
   const latest = (ws, limit) => {
     const by = new Map();
@@ -185,7 +245,7 @@ WRITERS_JS = r"""
   Object.defineProperty(window, READER, {value: read, enumerable: false, writable: false,
                                          configurable: false});
 })();
-""" % {"reader": READER, "first": FIRST, "last": LAST}
+""" % {"reader": READER, "first": FIRST, "last": LAST, "schedulers": SCHEDULERS}
 
 
 async def read_writers(locator: Locator, limit: int = 12, timeout_s: float = 2.0
@@ -198,9 +258,10 @@ async def read_writers(locator: Locator, limit: int = 12, timeout_s: float = 2.0
       timeout_s: a page that cannot answer in this time gives none.
 
     Returns:
-      [{"kind": text|html|value|attr|class|style|child, "where": self|inside|around,
+      [{"kind": text|html|value|attr|class|style|child|draw, "where": self|inside|around,
         "seq": the write's place in the page's order of writes, "frames": [parsed stack
-        frames]}], deduplicated; [] when the page cannot say.
+        frames, then those of the stacks that scheduled it]}], deduplicated; [] when the
+        page cannot say.
     """
     from evaluators.sandbox.browser import parse_stack  # browser installs WRITERS_JS
 
@@ -219,6 +280,9 @@ async def read_writers(locator: Locator, limit: int = 12, timeout_s: float = 2.0
             continue
         seen.add(key)
         frames = parse_stack(str(w.get("stack") or ""))
+        chain = w.get("scheduled")
+        for stack in chain if isinstance(chain, list) else ():
+            frames += parse_stack(str(stack or ""))
         if frames:
             seq = w.get("seq")
             out.append({"kind": str(w.get("kind")), "where": str(w.get("where")),

@@ -130,7 +130,28 @@ const checks = [
     document.body.appendChild(document.createElement('i')).tagName === 'I',
 ];
 document.getElementById('out').textContent = checks.map(Number).join('');
-</script>
+// The wrapped schedulers (timers, frames, microtasks, promise reactions) and canvas calls
+// behave as the real ones.
+const later = [];
+const id = setTimeout(() => later.push(false), 10);
+later.push(typeof id === 'number');
+clearTimeout(id);
+setTimeout('window.fromString = 1', 0);
+Promise.resolve(2).then((v) => v * 3).then((v) => later.push(v === 6)).catch(() => {})
+  .finally(() => later.push(true));
+Promise.reject(new Error('x')).catch((e) => later.push(e.message === 'x'));
+queueMicrotask(() => later.push(true));
+requestAnimationFrame((t) => later.push(typeof t === 'number'));
+const ctx = document.createElement('canvas').getContext('2d');
+ctx.fillStyle = '#f00';
+ctx.fillRect(0, 0, 1, 1);
+later.push(ctx.getImageData(0, 0, 1, 1).data[0] === 255);
+(async () => { await null; later.push(true); })();
+setTimeout(() => {
+  later.push(window.fromString === 1);
+  document.getElementById('async').textContent = later.map(Number).join('');
+}, 150);
+</script><p id="async"></p>
 ```"""
 
 
@@ -140,11 +161,96 @@ def test_traced_pages_behave_as_untraced_ones():
     task = parse_task({"id": "tests/same", "prompt": "x", "rubrics": [
         {"id": "same", "text": "x", "kind": "initial", "importance": "core", "probe": {
             "timeout_ms": 500,
-            "steps": [{"expect": "text", "locator": "#out", "value": "1" * 11}]}}]})
+            "steps": [{"expect": "text", "locator": "#out", "value": "1" * 11}]}},
+        {"id": "async", "text": "x", "kind": "initial", "importance": "core", "probe": {
+            "timeout_ms": 3000,
+            "steps": [{"expect": "text", "locator": "#async", "value": "1" * 9}]}}]})
     for trace in (False, True):
         cfg = EvalConfig()
         cfg = dataclasses.replace(cfg, browser=dataclasses.replace(cfg.browser,
                                                                    trace_writers=trace))
         (rec,) = asyncio.run(score_rows_async([{"task_id": task.id, "response": SAME}],
                                               {task.id: task}, cfg))
-        assert rec["rubrics"][0]["verdict"] == "pass", (trace, rec["rubrics"], rec["diagnostics"])
+        assert [v["verdict"] for v in rec["rubrics"]] == ["pass", "pass"], (
+            trace, rec["rubrics"], rec["diagnostics"])
+
+
+# A value shown by a promise reaction and a canvas painted in an animation frame: the
+# callbacks' own stacks begin at `update` and `repaint`; who scheduled them (`onGo`) is
+# only known through the scheduling stacks the page keeps.
+LATER = """```html
+<button id="go">Go</button><span id="shown">0</span><canvas id="cv" width="4" height="4"></canvas>
+<script>
+let n = 0;
+function show(el, v) {
+  el.textContent = String(v);
+}
+function wait() {
+  return new Promise((done) => setTimeout(done, 0));
+}
+function update() {
+  show(document.querySelectorAll('span')[0], n);
+}
+function paint(c) {
+  c.fillStyle = '#00f';
+  c.fillRect(0, 0, 4, 4);
+}
+function repaint() {
+  paint(document.querySelector('canvas').getContext('2d'));
+}
+function onGo() {
+  n += 2;
+  wait().then(update);
+  requestAnimationFrame(repaint);
+}
+document.querySelector('button').addEventListener('click', onGo);
+</script>
+```"""
+
+
+def test_writes_in_callbacks_carry_their_schedulers_and_canvas_draws_are_writes():
+    click = {"do": "click", "locator": "#go"}
+    task = parse_task({"id": "tests/later", "prompt": "x", "rubrics": [
+        {"id": "shown", "text": "x", "kind": "dynamic", "importance": "core", "probe": {
+            "timeout_ms": 800, "steps": [click, {"expect": "text", "locator": "#shown",
+                                                 "value": "1"}]}},
+        {"id": "painted", "text": "x", "kind": "dynamic", "importance": "core", "probe": {
+            "timeout_ms": 2000, "steps": [click, {"wait_ms": 300},
+                                          {"save": "c", "from": "#cv", "read": "canvas"},
+                                          {"assert": "equal", "left": {"var": "c"},
+                                           "right": "blank"}]}}]})
+    cfg = EvalConfig()
+    cfg = dataclasses.replace(cfg, browser=dataclasses.replace(
+        cfg.browser, coverage=True, trace_writers=True))
+    (rec,) = asyncio.run(score_rows_async([{"task_id": task.id, "response": LATER}],
+                                          {task.id: task}, cfg))
+    validate_record(rec)
+    diags = {d["rubric_id"]: d for d in rec["diagnostics"] if d["kind"] == "probe_failure"}
+    assert set(diags) == {"shown", "painted"}, rec["rubrics"]
+
+    def in_app(w):
+        return [f["offset"] for f in w["frames"] if f["in_app"]]
+
+    def where(needle):
+        i = LATER.index(needle)
+        return [k for k, off in enumerate(offs) if i <= off < i + len(needle)]
+
+    text = [w for w in diags["shown"]["writers"] if w["kind"] == "text"]
+    assert text, diags["shown"]["writers"]
+    offs = in_app(text[-1])
+    # Own stack (the write, then its caller), then the scheduler of the promise reaction.
+    assert where("el.textContent = String(v);") == [0], offs
+    assert where("show(document.querySelectorAll('span')[0], n);") == [1], offs
+    assert where("wait().then(update);") and where("wait().then(update);")[0] > 1, offs
+
+    draws = [w for w in diags["painted"]["writers"] if w["kind"] == "draw"]
+    assert draws, diags["painted"]["writers"]
+    offs = in_app(draws[-1])
+    assert where("c.fillRect(0, 0, 4, 4);") == [0], offs
+    assert where("paint(document.querySelector('canvas').getContext('2d'));") == [1], offs
+    assert where("requestAnimationFrame(repaint);"), offs
+
+    out = localize_record(rec, task=task)
+    loc = {d["rubric_id"]: d for d in out["diagnostics"] if d["kind"] == "probe_failure"}
+    i = LATER.index("c.fillRect(0, 0, 4, 4);")
+    assert _holds(loc["painted"]["s_dir"], (i, i + len("c.fillRect(0, 0, 4, 4);")))
