@@ -688,6 +688,36 @@ ROWS["the latest write of what the failed check read"] = Row(
                  _write("style", "el.style[k] = v;", "paint(slot(), 'display', 'none');")]},
     direct=("el.style[k] = v;",), spared=("el[k] = v;",))
 
+# The recorded write starts a slice that follows what flowed into it: the value came back
+# from `cost`, which no stack of the write shows and nothing names after the element.
+FLOWED = """<span id="total">0</span><button id="go">go</button>
+<script>
+let price = 3;
+const slot = () => document.querySelectorAll('span')[0];
+function put(el, k, v) { el[k] = v; }
+function cost(q) {
+  const base = q * price;
+  console.log('pricing', q);
+  // padding: a function this long is narrowed to its slice instead of blamed whole.......
+  // padding: a function this long is narrowed to its slice instead of blamed whole.......
+  // padding: a function this long is narrowed to its slice instead of blamed whole.......
+  // padding: a function this long is narrowed to its slice instead of blamed whole.......
+  return base - 1;
+}
+function refresh() { const t = cost(2); put(slot(), 'textContent', t); }
+document.querySelector('button').addEventListener('click', refresh);
+</script>"""
+
+ROWS["what flowed into the recorded write"] = Row(
+    FLOWED, "flow.traced_slice",
+    {**probe_failure({"expect": "text", "locator": "#total", "value": "6"},
+                     {"do": "click", "locator": "#go"}),
+     "coverage": _ran(FLOWED, "refresh", "cost", "put", "slot"),
+     "writers": [{"kind": "text", "where": "self",
+                  "frames": _frames(FLOWED, "el[k] = v;", "put(slot(), 'textContent', t);")}]},
+    direct=("const base = q * price;", "return base - 1;"),
+    spared=("console.log('pricing', q);",), narrows=True)
+
 # A write of the checked element that its function skipped: block coverage says which block
 # did not run; what made it skip is to blame, not the write.
 EARLY = """<span id="out">0</span><button id="go">go</button>
