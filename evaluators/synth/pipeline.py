@@ -4,22 +4,30 @@
   python -m evaluators synth --base-url http://127.0.0.1:8000/v1 --model M --count 100 \\
       --out tasks.jsonl --references refs.jsonl [--seeds requests.txt]
 
-Drafts are drawn in rounds until `--count` tasks are kept or `--max-drafts` drafts were made.
-Writes the kept tasks, their reference apps as a responses file, and a report (JSON, beside
-the tasks unless `--report` says where): counts kept and dropped at each check, per domain
-and kind, probes made judge-only by check, every drop with its reason, and the time taken.
-With `--answers`, each kept task's difficulty is measured: the pass rate of those answers.
+Drafts are drawn and validated in chunks of `--chunk` until `--count` tasks are kept or
+`--max-drafts` drafts were made; each complete chunk goes to a journal beside the tasks
+(`synth.progress`), so a run that stops loses at most its last chunk and `--resume` goes on
+from there. Writes the kept tasks, their reference apps as a responses file, and a report
+(JSON, beside the tasks unless `--report` says where): counts kept and dropped at each check,
+per domain and kind, probes made judge-only by check, every drop with its reason, and the
+time taken (over every run of a resumed one). With `--answers`, each kept task's difficulty
+is measured: the pass rate of those answers.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
+import hashlib
 import json
+import sys
 import time
 from pathlib import Path
 
 from evaluators.synth import offline
+from evaluators.synth.draft import shingles
+from evaluators.synth.progress import Journal, JournalError, journal_path
 from evaluators.synth.validate import Outcome, ValidateConfig, run_checks, screen
 
 # Difficulty from a measured pass rate: at least 2/3 easy, at least 1/3 medium, else hard.
@@ -38,28 +46,44 @@ def _model_drafts(args, start: int, n: int, seeds: list[str]):
     return asyncio.run(llm.draft_all(specs, cfg))
 
 
-def synthesize(args: argparse.Namespace, eval_cfg, workers: int) -> Outcome:
-    """Rounds of drafting, screening and validation until enough tasks are kept."""
+def synthesize(args: argparse.Namespace, eval_cfg, workers: int) -> tuple[Outcome, float]:
+    """Chunks of drafting, screening and validation until enough tasks are kept, each
+    recorded in the run's journal. Returns the outcome and the seconds every run took."""
     cfg = ValidateConfig(runs=args.runs, mutants=args.mutants,
                          duplicate_similarity=args.duplicate_similarity, seed=args.seed)
     seeds = Path(args.seeds).read_text(encoding="utf-8").splitlines() if args.seeds else []
     budget = args.max_drafts or 2 * args.count
+    journal = Journal(journal_path(args.out), _settings(args, cfg, seeds), args.resume)
     pool = offline.drafts(budget, args.seed) if args.offline else None
-    out, made, seen = Outcome(), 0, []
-    while len(out.tasks) < args.count and made < budget:
-        want = min(budget - made, max(8, int((args.count - len(out.tasks)) * 1.25)))
-        if pool is not None:
-            batch = pool[made:made + want]
-        else:
-            batch = _model_drafts(args, made, want, seeds)
+    out = journal.outcome
+    # Screening compares against every earlier survivor, kept or not, so a later chunk's
+    # duplicate of an earlier chunk's draft is caught too (after a resume as well).
+    seen = [(shingles(request), tid) for request, tid in journal.seen]
+    while len(out.tasks) < args.count and journal.made < budget:
+        made = journal.made
+        want = min(budget - made, args.chunk, max(8, int((args.count - len(out.tasks)) * 1.25)))
+        t0 = time.perf_counter()
+        batch = pool[made:made + want] if pool is not None else _model_drafts(args, made, want, seeds)
         if not batch:
             break
-        made += len(batch)
-        # Screening compares against every earlier survivor, so a later round's
-        # duplicate of an earlier round's draft is caught too.
-        run_checks(screen(batch, cfg, out, seen), eval_cfg, cfg, workers, out)
+        chunk = Outcome()
+        todo = screen(batch, cfg, chunk, seen)
+        run_checks(todo, eval_cfg, cfg, workers, chunk)
+        journal.record(chunk, [(d.request, d.id) for d in todo], len(batch),
+                       time.perf_counter() - t0)
+        print(f"synth: {journal.made} drafts, {len(out.tasks)} kept, "
+              f"{journal.seconds:.0f} s", file=sys.stderr, flush=True)
     out.tasks, out.references = out.tasks[:args.count], out.references[:args.count]
-    return out
+    return out, journal.seconds
+
+
+def _settings(args: argparse.Namespace, cfg: ValidateConfig, seeds: list[str]) -> dict:
+    """What decides a run's drafts and verdicts: a resumed run must keep all of it."""
+    drafter = ({"offline": True} if args.offline else
+               {"offline": False, "model": args.model, "prompt_version": args.prompt_version,
+                "structured": args.structured, "temperature": args.temperature,
+                "seeds": hashlib.sha1("\n".join(seeds).encode()).hexdigest()})
+    return {**drafter, "validation": dataclasses.asdict(cfg)}
 
 
 def measured_difficulty(tasks: list[dict], records: list[dict]) -> None:
@@ -89,8 +113,12 @@ def run(args: argparse.Namespace, eval_cfg, workers: int) -> int:
     if not args.offline and not args.base_url:
         print("error: synth needs --offline or a model (--base-url and --model)")
         return 2
+    try:
+        out, seconds = synthesize(args, eval_cfg, workers)
+    except JournalError as e:
+        print(f"error: {e}")
+        return 2
     t0 = time.perf_counter()
-    out = synthesize(args, eval_cfg, workers)
     if args.answers:
         from evaluators.fleet.pool import EvaluatorPool
         from evaluators.tasks import load_responses, parse_task
@@ -98,7 +126,7 @@ def run(args: argparse.Namespace, eval_cfg, workers: int) -> int:
         tasks = {t["id"]: parse_task(t) for t in out.tasks}
         rows = [r for r in load_responses(args.answers) if r["task_id"] in tasks]
         measured_difficulty(out.tasks, list(EvaluatorPool(tasks, eval_cfg, workers=workers).score(rows)))
-    seconds = time.perf_counter() - t0
+    seconds += time.perf_counter() - t0
     _write(args.out, out.tasks)
     _write(args.references, out.references)
     report = {**out.report(), "seconds": round(seconds, 1), "workers": workers,
@@ -127,6 +155,10 @@ def add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--offline", action="store_true", help="draft without a model (synth.offline)")
     ap.add_argument("--count", type=int, default=100, help="tasks to keep")
     ap.add_argument("--max-drafts", type=int, default=0, help="most drafts (default 2 x count)")
+    ap.add_argument("--chunk", type=int, default=100,
+                    help="drafts validated together and journaled (what a stop can lose)")
+    ap.add_argument("--resume", action="store_true",
+                    help="go on with the run whose journal is beside --out")
     ap.add_argument("--out", required=True, help="tasks.jsonl to write")
     ap.add_argument("--references", required=True, help="responses file of the reference apps")
     ap.add_argument("--report", default="", help="report JSON (default: beside --out)")

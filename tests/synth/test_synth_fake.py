@@ -82,12 +82,21 @@ def test_the_pipeline_keeps_exactly_the_valid_drafts(tmp_path):
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("".join(f"case:{c}\n" for c in CASES))
     out, refs = tmp_path / "tasks.jsonl", tmp_path / "refs.jsonl"
+
+    def synth(server, drafts, *more):
+        return main(["synth", "--base-url", server.base_url, "--model", "fake-drafter",
+                     "--seeds", str(seeds), "--count", str(len(CASES)), "--chunk", "3",
+                     "--max-drafts", str(drafts), "--out", str(out), "--references", str(refs),
+                     "--workers", "1", "--pages", "4", *more])
+
+    # The run stops after its first chunk (3 drafts) and is resumed: the second run drafts
+    # only the other 5, and the result is that of one run (the near-duplicate, in the last
+    # chunk, is caught against a request the first run screened in).
     with FakeJudgeServer(default=_answer) as server:
-        rc = main(["synth", "--base-url", server.base_url, "--model", "fake-drafter",
-                   "--seeds", str(seeds), "--count", str(len(CASES)),
-                   "--max-drafts", str(len(CASES)), "--out", str(out), "--references", str(refs),
-                   "--workers", "1", "--pages", "4"])
-    assert rc == 0 and len(server.requests) == len(CASES)
+        assert synth(server, 3) == 0 and len(server.requests) == 3
+        assert synth(server, len(CASES)) == 2  # the journal is never overwritten
+        assert synth(server, len(CASES), "--resume") == 0
+    assert len(server.requests) == len(CASES)
     tasks = [json.loads(line) for line in out.read_text().splitlines()]
     report = json.loads((tmp_path / "tasks.report.json").read_text())
     spec_of = {t["id"]: t["meta"]["provenance"]["spec"]["seed"] for t in tasks}

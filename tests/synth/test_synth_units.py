@@ -200,3 +200,33 @@ def test_later_rounds_score_the_next_mutants_on_the_undecided_probes_only(monkey
     kept = {r["id"]: r["probe"] for r in task["rubrics"]}
     assert kept[first] and kept[second] and all(kept[r] is None for r in never)
     assert {j["rubric"]: j["check"] for j in out.judge_only} == {r: "discriminates" for r in never}
+
+
+def test_a_journal_replays_complete_chunks_and_refuses_what_it_cannot_continue(tmp_path):
+    from evaluators.synth.progress import Journal, JournalError
+
+    path = tmp_path / "t.progress.jsonl"
+    settings = {"offline": True, "validation": {"runs": 3, "mutant_rounds": (2, 4)}}
+    j = Journal(path, settings, resume=False)
+    chunk = Outcome(tasks=[{"id": "a"}], references=[{"task_id": "a"}],
+                    dropped=[{"id": "b", "check": "duplicate"}],
+                    judge_only=[{"id": "a", "rubric": "r", "check": "robust"}])
+    j.record(chunk, [("request a", "a")], drafts=2, seconds=1.5)
+    # A second chunk cut off by a crash: its lines are there, its end marker is not, and the
+    # last line was written only in part.
+    with path.open("a") as f:
+        f.write(json.dumps({"kind": "task", "task": {"id": "c"}, "reference": {}}) + "\n")
+        f.write('{"kind": "chunk", "dra')
+    again = Journal(path, settings, resume=True)
+    assert (again.made, again.seconds, again.seen) == (2, 1.5, [("request a", "a")])
+    assert (again.outcome.tasks, again.outcome.dropped, again.outcome.judge_only) == (
+        chunk.tasks, chunk.dropped, chunk.judge_only)
+
+    with pytest.raises(JournalError, match="--resume"):
+        Journal(path, settings, resume=False)  # never overwritten
+    with pytest.raises(JournalError, match=r"validation=.*'runs': 2"):
+        Journal(path, {**settings, "validation": {"runs": 2, "mutant_rounds": (2, 4)}}, True)
+    lines = path.read_text().splitlines(keepends=True)
+    path.write_text(lines[0] + "not json\n" + "".join(lines[1:]))
+    with pytest.raises(JournalError, match=r"progress.jsonl:2: unreadable"):
+        Journal(path, settings, resume=True)
