@@ -188,15 +188,26 @@ def test_a_stopped_browser_is_killed_and_its_app_scored_again():
 
 
 def test_a_fault_while_judging_is_an_evaluator_error(monkeypatch):
-    # The judge's page can lose its browser too: the row comes back as an evaluator error
-    # (never a low score), instead of escaping the worker and leaving its row unanswered.
+    # The judge's page can lose its browser too: it is judged again (cfg.retries times), and
+    # a row whose every try failed comes back as an evaluator error (never a low score),
+    # instead of escaping the worker and leaving its row unanswered.
+    calls = []
+
     async def broken(*args, **kwargs):
-        raise EvaluatorFault("the browser stopped answering")
+        calls.append(1)
+        if len(calls) <= failures:
+            raise EvaluatorFault("the browser stopped answering")
+        return {**args[3], "judged": True}
 
     monkeypatch.setattr(pool_mod, "judge_record", broken)
     rec = {"status": "ok", "reward": 1.0, "attempts": 1}
-    out = asyncio.run(pool_mod.judged(object(), SLOW, {"task_id": "slow", "response": GOOD},
-                                      rec, CFG))
+    row = {"task_id": "slow", "response": GOOD}
+    failures = CFG.retries + 1
+    out = asyncio.run(pool_mod.judged(object(), SLOW, row, rec, CFG))
     want = error_record(SLOW, "")
     assert (out["status"], out["reward"], out["attempts"]) == (want["status"], None, 1)
-    assert "evaluator fault while judging" in out["error"]
+    assert "evaluator fault while judging" in out["error"] and len(calls) == CFG.retries + 1
+    calls.clear()
+    failures = CFG.retries  # the last try answers
+    out = asyncio.run(pool_mod.judged(object(), SLOW, row, rec, CFG))
+    assert out == {**rec, "judged": True} and len(calls) == CFG.retries + 1

@@ -96,16 +96,21 @@ async def score_rows_async(rows: list[dict], tasks: dict[str, Task], cfg: EvalCo
 async def judged(judge: Judge | None, task: Task | None, row: dict, rec: dict,
                  cfg: EvalConfig, worker: BrowserWorker | None = None) -> dict:
     """The record after the judge's step (``evaluators.judge.judge``), when there is a judge;
-    a judge that does not answer makes the record an evaluator error, never a low score."""
+    a judge that does not answer makes the record an evaluator error, never a low score.
+
+    A judge's page that lost its browser (not the response's doing) is judged again, up to
+    ``cfg.retries`` times, as scoring is."""
     if judge is None or task is None or rec.get("status") != "ok":
         return rec
-    try:
-        return await judge_record(judge, task, row["response"], rec, cfg.reward, worker,
-                                  cfg.browser)
-    except JudgeUnavailable as e:
-        err = error_record(task, f"judge unavailable: {e}")
-    except EvaluatorFault as e:  # the judge's page lost its browser: not the response's doing
-        err = error_record(task, f"evaluator fault while judging: {e}")
+    for _ in range(cfg.retries + 1):
+        try:
+            return await judge_record(judge, task, row["response"], rec, cfg.reward, worker,
+                                      cfg.browser)
+        except JudgeUnavailable as e:
+            err = error_record(task, f"judge unavailable: {e}")
+            break
+        except EvaluatorFault as e:
+            err = error_record(task, f"evaluator fault while judging: {e}")
     return merge(row, {**err, "attempts": rec.get("attempts")})
 
 

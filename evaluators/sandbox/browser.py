@@ -212,7 +212,7 @@ class _Generation:
     stuck: int = 0  # contexts that would not close
     draining: bool = False
     idle: list = dataclasses.field(default_factory=list)
-    watch: asyncio.Future | None = None  # `liveness.watch_browser` of this browser
+    watch: asyncio.Future | None = None  # `processes.watch_browser` of this browser
     pid: int | None = None  # its main process
     unanswering: bool = False  # it stopped answering and was killed (`processes`)
     stops: int = 0  # its processes found stopped from outside, and killed
