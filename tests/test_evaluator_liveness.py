@@ -118,6 +118,35 @@ def test_a_browser_that_never_answers_is_called_stuck():
     assert stuck == [] and asked >= 5 and ticks == asked
 
 
+def _stop_while_probing(kind: str) -> tuple[dict, float, int, int]:
+    """Scores GOOD on SLOW and SIGSTOPs the worker's Chromium processes of `kind` while the
+    probe waits in its first step. Returns (record, seconds from the stop, browser restarts,
+    processes stopped); every process stopped is SIGKILLed at the end, whatever happened."""
+
+    async def run():
+        worker = await BrowserWorker(CFG.browser, make_mirror(CFG)).start()
+        pids = []
+        try:
+            scoring = asyncio.ensure_future(score_rows_async(
+                [{"task_id": "slow", "response": GOOD}], {"slow": SLOW}, CFG, worker=worker))
+            await asyncio.sleep(2.5)  # loaded, waiting in its first step
+            pids = [pid for pid, k, _ in descendants(os.getpid()) if k == kind]
+            for pid in pids:
+                os.kill(pid, signal.SIGSTOP)
+            t0 = time.monotonic()
+            (rec,) = await asyncio.wait_for(scoring, 90)
+            return rec, time.monotonic() - t0, worker.restarts, len(pids)
+        finally:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            await worker.close()
+
+    return asyncio.run(run())
+
+
 @pytest.mark.browser
 @pytest.mark.timeout(180)
 def test_a_stopped_renderer_is_killed_and_its_app_scored_again():
@@ -125,30 +154,8 @@ def test_a_stopped_renderer_is_killed_and_its_app_scored_again():
     # watchdog (3 s here) would call the app hung. The stopped process is found (at the
     # browser's next check, or as the page ends), killed, and the page's verdicts are void:
     # the response is scored again, same verdict as undisturbed, second attempt.
-
-    async def run():
-        worker = await BrowserWorker(CFG.browser, make_mirror(CFG)).start()
-        stopped_pids = []
-        try:
-            scoring = asyncio.ensure_future(score_rows_async(
-                [{"task_id": "slow", "response": GOOD}], {"slow": SLOW}, CFG, worker=worker))
-            await asyncio.sleep(2.5)  # loaded, waiting in its first step
-            stopped_pids = [pid for pid, kind, _ in descendants(os.getpid())
-                            if kind == "renderer"]
-            assert stopped_pids
-            for pid in stopped_pids:
-                os.kill(pid, signal.SIGSTOP)
-            (rec,) = await asyncio.wait_for(scoring, 90)
-            return rec
-        finally:
-            for pid in stopped_pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            await worker.close()
-
-    rec = asyncio.run(run())
+    rec, _, _, stopped = _stop_while_probing("renderer")
+    assert stopped >= 1
     assert (rec["status"], rec["reward"], rec["attempts"]) == ("ok", 1.0, 2), rec["diagnostics"]
 
 
@@ -157,31 +164,10 @@ def test_a_stopped_renderer_is_killed_and_its_app_scored_again():
 def test_a_stopped_browser_is_killed_and_its_app_scored_again():
     # SIGSTOP to the browser's main process while a probe waits: its page cannot answer
     # (the watchdog would call the app hung) and nothing on that browser returns. The
-    # browser is found silent within 3 s, killed, and the response scored again on a new
+    # browser is found stopped within 3 s, killed, and the response scored again on a new
     # one: same verdict as undisturbed, second attempt, well inside a minute.
-
-    async def run():
-        worker = await BrowserWorker(CFG.browser, make_mirror(CFG)).start()
-        stopped = []
-        try:
-            scoring = asyncio.ensure_future(score_rows_async(
-                [{"task_id": "slow", "response": GOOD}], {"slow": SLOW}, CFG, worker=worker))
-            await asyncio.sleep(2.5)  # loaded, waiting in its first step
-            stopped = [pid for pid, kind, _ in descendants(os.getpid()) if kind == "browser"]
-            assert len(stopped) == 1
-            os.kill(stopped[0], signal.SIGSTOP)
-            t0 = time.monotonic()
-            (rec,) = await asyncio.wait_for(scoring, 90)
-            return rec, time.monotonic() - t0, worker.restarts
-        finally:
-            for pid in stopped:  # never left stopped, whatever happened
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            await worker.close()
-
-    rec, wall, restarts = asyncio.run(run())
+    rec, wall, restarts, stopped = _stop_while_probing("browser")
+    assert stopped == 1
     assert (rec["status"], rec["reward"], rec["attempts"]) == ("ok", 1.0, 2), rec["diagnostics"]
     assert restarts == 1
     assert wall < 45, wall
