@@ -113,6 +113,9 @@ def run(args: argparse.Namespace, eval_cfg, workers: int) -> int:
     if not args.offline and not args.base_url:
         print("error: synth needs --offline or a model (--base-url and --model)")
         return 2
+    if args.chunk < 1:
+        print(f"error: --chunk must be at least 1, got {args.chunk}")
+        return 2
     try:
         out, seconds = synthesize(args, eval_cfg, workers)
     except JournalError as e:
