@@ -193,7 +193,7 @@ def narrow_to_slice(c: _Case, f: _Failure, ran: set[int]) -> Ops:
             break
     if not seeds:
         return (yield from traced_slice(c, f, ran))
-    yield from _blame_slice(c, f, ran, seeds, only, at_load)
+    yield from _blame_slice(c, f, ran, seeds, only, at_load, loaded)
     return True
 
 
@@ -213,7 +213,7 @@ def traced_slice(c: _Case, f: _Failure, ran: set[int]) -> Ops:
         return False
     k, why = seed
     yield from _blame_slice(c, f, ran, {k: why}, {},
-                            at_load=c.g.flow.statements[k].function not in ran)
+                            c.g.flow.statements[k].function not in ran, load_functions(c.g))
     return True
 
 
@@ -233,13 +233,12 @@ def _traced_seed(c: _Case, f: _Failure) -> tuple[int, str] | None:
 
 
 def _blame_slice(c: _Case, f: _Failure, ran: set[int], seeds: dict[int, str],
-                 only: dict[int, set[int]], at_load: bool) -> Ops:
+                 only: dict[int, set[int]], at_load: bool, loaded: set[int]) -> Ops:
     """Blames the backward slice of ``seeds`` in the functions that ran or can have run at
-    load: direct, but context in blocks coverage saw skipped, for a value left from load,
-    and for long statements that are not seeds."""
+    load (``loaded``): direct, but context in blocks coverage saw skipped, for a value left
+    from load, and for long statements that are not seeds."""
     g = c.g
     flow = g.flow
-    loaded = load_functions(g)
     # After an action whose handler ran, a value X still shows from load is not what failed:
     # the handler not updating X is (its code is blamed by the callers of this function).
     stale = at_load and bool(f.action) and any(
