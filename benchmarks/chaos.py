@@ -175,6 +175,9 @@ def run_pool(tasks: dict, rows: list[dict], workers: int, killer: Killer | None)
         ids = pool.submit(rows)
         for k, idx in enumerate(ids):
             out.extend(pool.collect([idx]))
+            if (k + 1) % 100 == 0:  # progress, for runs of an hour or more
+                print(f"  {'chaos' if killer else 'calm'}: {k + 1}/{len(ids)} records in "
+                      f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
             if killer is not None and k == len(ids) // 3:
                 victim = max((s for s in pool._slots if s is not None), key=lambda s: len(s.inflight))
                 killer.kill(victim.proc.pid, "worker")

@@ -24,8 +24,9 @@ from evaluators.checks.score import error_record
 from evaluators.config import EvalConfig
 from evaluators.fleet import pool as pool_mod
 from evaluators.fleet.pool import make_mirror, score_rows_async
-from evaluators.sandbox.browser import BrowserWorker, EvaluatorFault
-from evaluators.sandbox.processes import browser_mark, browser_pid, stopped, watch_browser
+from evaluators.sandbox.browser import BrowserWorker, EvaluatorFault, _end
+from evaluators.sandbox.processes import (IdleBurn, browser_mark, browser_pid, state, stopped,
+                                          watch_browser)
 from evaluators.tasks import parse_task
 from tests.test_evaluator_browser import GOOD
 
@@ -197,3 +198,78 @@ def test_a_fault_while_judging_is_an_evaluator_error(monkeypatch):
     failures = CFG.retries  # the last try answers
     out = asyncio.run(pool_mod.judged(object(), SLOW, row, rec, CFG))
     assert out == {**rec, "judged": True} and len(calls) == CFG.retries + 1
+
+
+def test_idle_burn_counts_busy_processes_beyond_the_open_pages():
+    # Readings one second apart: 0.5 s of CPU in a second is busy, 0.05 s is not. A busy
+    # renderer per open page is expected; one more, on two ticks in a row, is too many.
+    burn = IdleBurn(share=0.1, strikes=2)
+    r = {1, 2}
+    assert not burn.tick({1: 0.0, 2: 0.0, 9: 0.0}, r, 1, 0.0)  # a first reading: no rate
+    assert not burn.tick({1: 0.5, 2: 0.05, 9: 0.0}, r, 1, 1.0)  # one busy, one page
+    assert not burn.tick({1: 1.0, 2: 0.55, 9: 0.0}, r, 1, 2.0)  # two busy: strike one
+    assert burn.tick({1: 1.5, 2: 1.05, 9: 0.0}, r, 1, 3.0)  # strike two
+    assert not burn.tick({1: 2.0, 2: 1.55, 9: 0.0}, r, 1, 4.0)  # counted afresh
+    assert not burn.tick({1: 2.0, 2: 1.55, 9: 0.0}, r, 1, 5.0)  # all quiet: no strike
+    # No page open: any busy process counts (here the GPU process, 9), renderers or not.
+    assert not burn.tick({1: 2.0, 2: 1.55, 9: 0.5}, r, 0, 6.0)
+    assert burn.tick({1: 2.0, 2: 1.55, 9: 1.0}, r, 0, 7.0)
+    # A process first seen on this tick has no rate yet, whatever its CPU so far.
+    assert not burn.tick({3: 50.0}, {3}, 0, 8.0)
+    assert not burn.tick({3: 50.0, 4: 9.0}, {3, 4}, 0, 9.0)
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(120)
+def test_an_idle_slot_that_burns_cpu_is_closed():
+    # Work that outlives its app in a reset slot (here a busy interval started on the idle
+    # slot's about:blank) is found at the browser's checks (every second here) and the idle
+    # slots are closed; the browser stays and serves the next page.
+    async def run():
+        worker = await BrowserWorker(CFG.browser, make_mirror(CFG)).start()
+        try:
+            async with worker.page(GOOD) as (page, _, _):
+                await page.goto("about:blank")
+            gen = worker._gen
+            (slot,) = gen.idle
+            await slot.page.evaluate("setInterval(() => { const t = performance.now(); "
+                                     "while (performance.now() - t < 50) {} }, 60)")
+            for _ in range(100):
+                if not gen.idle:
+                    break
+                await asyncio.sleep(0.1)
+            closed = (not gen.idle, gen.cooled, worker._gen is gen)
+            async with worker.page(GOOD) as (page, _, _):
+                await page.goto("about:blank")
+            return closed, worker.restarts
+        finally:
+            await worker.close()
+
+    closed, restarts = asyncio.run(run())
+    assert closed == (True, 1, True) and restarts == 0
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(120)
+def test_a_retired_browser_that_does_not_close_is_killed():
+    # A close that never returns (here patched to hang) leaves a browser nobody watches:
+    # it is killed once the limit passes.
+    async def run():
+        worker = await BrowserWorker(CFG.browser, make_mirror(CFG)).start()
+        gen = worker._gen
+        try:
+            async def hang():
+                await asyncio.Event().wait()
+
+            gen.browser.close = hang
+            await _end(gen, limit_s=0.5)
+            for _ in range(50):
+                if state(gen.pid) in (None, "Z"):
+                    break
+                await asyncio.sleep(0.1)
+            return state(gen.pid)
+        finally:
+            worker._gen = None
+            await worker.close()
+
+    assert asyncio.run(run()) in (None, "Z")

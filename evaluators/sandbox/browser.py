@@ -45,9 +45,9 @@ from playwright.async_api import Browser, BrowserContext, CDPSession, Page, asyn
 
 from evaluators.sandbox.app_server import APP_ORIGIN, APP_URL, AppServer, is_cdn_url
 from evaluators.config import BrowserConfig
-from evaluators.sandbox.processes import (answers, browser_mark, browser_pid, kill,
-                                          renderer_memory_args, state,
-                                          stopped, watch_browser)
+from evaluators.sandbox.processes import (CpuMeter, IdleBurn, answers, browser_mark, browser_pid, kill,
+                                          renderer_memory_args, state, stopped, tree_cpu,
+                                          watch_browser)
 from evaluators.sandbox.loading import enable_cpu_reading
 from evaluators.sandbox.quiet import QUIET_JS
 from evaluators.sandbox.writers import WRITERS_JS
@@ -151,38 +151,6 @@ async def check_not_killed(watch: PageWatch, wait_s: float = 2.0) -> None:
                              "(a signal, not the app)")
 
 
-class CpuMeter:
-    """Fraction of the machine's CPU time spent busy, over windows of `window_s`.
-
-    Reads /proc/stat; where it is missing (not Linux) the CPUs always look idle.
-    """
-
-    def __init__(self, window_s: float = 0.25):
-        self.window_s = window_s
-        self._last = self._read()
-        self._t = time.monotonic()
-        self._busy = 0.0
-
-    @staticmethod
-    def _read() -> tuple[int, int] | None:
-        try:
-            with open("/proc/stat", encoding="ascii") as f:
-                v = [int(x) for x in f.readline().split()[1:]]
-        except (OSError, ValueError):
-            return None
-        idle = v[3] + (v[4] if len(v) > 4 else 0)
-        return sum(v) - idle, sum(v)
-
-    def busy(self) -> float:
-        now = time.monotonic()
-        if now - self._t >= self.window_s:
-            cur = self._read()
-            if cur is not None and self._last is not None and cur[1] > self._last[1]:
-                self._busy = (cur[0] - self._last[0]) / (cur[1] - self._last[1])
-            self._last, self._t = cur, now
-        return self._busy
-
-
 @dataclasses.dataclass
 class _Slot:
     """A context with one page, serving one app at a time (`html`, `watch`)."""
@@ -216,6 +184,8 @@ class _Generation:
     pid: int | None = None  # its main process
     unanswering: bool = False  # it stopped answering and was killed (`processes`)
     stops: int = 0  # its processes found stopped from outside, and killed
+    burn: IdleBurn = dataclasses.field(default_factory=IdleBurn)
+    cooled: int = 0  # times its idle slots were closed because CPU burned unaccounted
 
 
 class BrowserWorker:
@@ -288,8 +258,28 @@ class BrowserWorker:
         if limit_s is not None:
             gen.watch = asyncio.ensure_future(watch_browser(
                 gen.session, gen.browser.is_connected, min(5.0, limit_s / 3), limit_s,
-                on_stuck=lambda why: self._stuck(gen, why), on_tick=lambda: _unstop(gen)))
+                on_stuck=lambda why: self._stuck(gen, why), on_tick=lambda: self._tick(gen)))
         return gen
+
+    def _tick(self, gen: _Generation) -> None:
+        """At each watch of the browser: stopped processes, then CPU no open page uses."""
+        _unstop(gen)
+        if gen.pid is None or gen.unanswering or gen.draining:
+            return
+        cpu, renderers = tree_cpu(gen.pid)
+        if not gen.burn.tick(cpu, renderers, gen.inflight, time.monotonic()):
+            return
+        if gen.idle:  # the likely culprits: close them all, they cost a new context each
+            log.warning("closing %d idle page slots: CPU burns that no open page uses",
+                        len(gen.idle))
+            gen.cooled += 1
+            for slot in gen.idle:
+                gen.slots.pop(slot.target_id, None)
+                asyncio.ensure_future(self._close_context(slot.context, gen))
+            gen.idle.clear()
+        elif gen is self._gen:  # no slot to blame: a new browser for the next pages
+            self._gen = None
+            self._retire(gen, "CPU burns that no open page uses")
 
     @staticmethod
     def _stuck(gen: _Generation, why: str) -> None:
@@ -352,12 +342,12 @@ class BrowserWorker:
         log.warning("replacing the browser: %s", why)
         gen.draining = True
         if gen.inflight == 0:
-            asyncio.ensure_future(_quietly(asyncio.wait_for(gen.browser.close(), 30)))
+            asyncio.ensure_future(_end(gen))
 
     def _release(self, gen: _Generation) -> None:
         gen.inflight -= 1
         if gen.draining and gen.inflight == 0 and gen is not self._gen:
-            asyncio.ensure_future(_quietly(asyncio.wait_for(gen.browser.close(), 30)))
+            asyncio.ensure_future(_end(gen))
 
     async def close(self) -> None:
         if self._gen is not None and self._gen.watch is not None:
@@ -593,6 +583,18 @@ def _unstop(gen: _Generation) -> None:
     for pid in stopped(gen.pid):
         gen.stops += 1
         kill(pid, "it was stopped from outside", what="a process of the browser")
+
+
+async def _end(gen: _Generation, limit_s: float = 30) -> None:
+    """Closes a retired browser; one that does not close within `limit_s` is killed.
+
+    Nothing watches a retired browser any more, so one left running (a close that hung)
+    would keep its renderers' work going for the rest of the run.
+    """
+    try:
+        await asyncio.wait_for(gen.browser.close(), limit_s)
+    except Exception as e:  # noqa: BLE001 - a timeout, or a close that failed
+        kill(gen.pid, f"it did not close when retired ({type(e).__name__})")
 
 
 def _on_crash(gen: _Generation, event: dict) -> None:

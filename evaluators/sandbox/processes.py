@@ -30,6 +30,7 @@ import logging
 import os
 import shutil
 import signal
+import time
 import uuid
 from pathlib import Path
 
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 # Chromium keeps unknown switches on its command line and ignores them: this one names
 # the browser's main process among every Chromium on the machine.
 _MARK = "--rcca-browser="
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def browser_mark() -> str:
@@ -108,8 +110,8 @@ def state(pid: int, proc: Path = Path("/proc")) -> str | None:
         return None
 
 
-def stopped(pid: int, proc: Path = Path("/proc")) -> list[int]:
-    """The processes below `pid` (renderers, GPU, utilities, zygotes) that are stopped.
+def below(pid: int, proc: Path = Path("/proc")) -> list[int]:
+    """The processes below `pid` (renderers, GPU, utilities, zygotes), [] once it is gone.
 
     Walked through ``/proc/<pid>/task/<tid>/children``: every thread of `pid` (Chromium
     starts its children from a launcher thread), the main thread of the processes below it
@@ -119,10 +121,81 @@ def stopped(pid: int, proc: Path = Path("/proc")) -> list[int]:
     found, todo = [], children(pid, proc)
     while todo:
         p = todo.pop()
-        if state(p, proc) in ("T", "t"):
-            found.append(p)
+        found.append(p)
         todo += children(p, proc, threads=False)
     return found
+
+
+def stopped(pid: int, proc: Path = Path("/proc")) -> list[int]:
+    """The processes below `pid` that are stopped (state ``T`` or ``t``)."""
+    return [p for p in below(pid, proc) if state(p, proc) in ("T", "t")]
+
+
+def cpu_seconds(pid: int, proc: Path = Path("/proc")) -> float | None:
+    """CPU seconds a process has used (user + system, all its threads), None if gone."""
+    try:
+        with open(proc / str(pid) / "stat", encoding="ascii", errors="replace") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / _TICKS
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def tree_cpu(pid: int, proc: Path = Path("/proc")) -> tuple[dict[int, float], set[int]]:
+    """CPU seconds so far of each process below the browser `pid`, and which are renderers."""
+    cpu, renderers = {}, set()
+    for p in below(pid, proc):
+        seconds = cpu_seconds(p, proc)
+        if seconds is None:
+            continue
+        cpu[p] = seconds
+        try:
+            if b"--type=renderer" in (proc / str(p) / "cmdline").read_bytes().split(b"\0"):
+                renderers.add(p)
+        except OSError:
+            continue
+    return cpu, renderers
+
+
+class IdleBurn:
+    """Tells when a browser's processes burn CPU that no open page accounts for.
+
+    A reset slot's renderer sits at about:blank and a closed page's renderer is gone, so
+    between probes a renderer has nothing to run. Work that outlived its app anyway (in one
+    1,000-app run a renderer of a worker with nothing in flight kept the GPU process at 85%
+    of a core for an hour) takes CPU from every page scored beside it, and its timing
+    limits. Busy: more than `share` of a core over a tick. Too many: more busy renderers
+    than pages open, or any busy process while no page is open, on `strikes` ticks in a row
+    (a renderer winding down for a few seconds after its reset is not counted).
+
+    Args:
+      share: fraction of one core a process must use over a tick to be busy.
+      strikes: consecutive ticks with too many busy processes before `tick` says so.
+    """
+
+    def __init__(self, share: float = 0.1, strikes: int = 2):
+        self.share, self.strikes = share, strikes
+        self._last: dict[int, float] = {}
+        self._t: float | None = None
+        self._count = 0
+
+    def tick(self, cpu: dict[int, float], renderers: set[int], pages_open: int,
+             now: float) -> bool:
+        """Takes a reading (`tree_cpu`) at `now` (seconds); True when CPU burns unaccounted."""
+        last, t = self._last, self._t
+        self._last, self._t = cpu, now
+        if t is None or now <= t:
+            return False
+        limit = self.share * (now - t)
+        busy = {p for p, s in cpu.items() if p in last and s - last[p] > limit}
+        if len(busy & renderers) > pages_open or (pages_open == 0 and busy):
+            self._count += 1
+        else:
+            self._count = 0
+        if self._count >= self.strikes:
+            self._count = 0
+            return True
+        return False
 
 
 def kill(pid: int | None, why: str, what: str = "the browser") -> None:
@@ -156,6 +229,38 @@ async def watch_browser(session, connected, every_s: float, limit_s: float,
         if not await answers(session, limit_s):
             on_stuck(f"it did not answer within {limit_s:.0f} s")
             return
+
+
+class CpuMeter:
+    """Fraction of the machine's CPU time spent busy, over windows of `window_s`.
+
+    Reads /proc/stat; where it is missing (not Linux) the CPUs always look idle.
+    """
+
+    def __init__(self, window_s: float = 0.25):
+        self.window_s = window_s
+        self._last = self._read()
+        self._t = time.monotonic()
+        self._busy = 0.0
+
+    @staticmethod
+    def _read() -> tuple[int, int] | None:
+        try:
+            with open("/proc/stat", encoding="ascii") as f:
+                v = [int(x) for x in f.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        idle = v[3] + (v[4] if len(v) > 4 else 0)
+        return sum(v) - idle, sum(v)
+
+    def busy(self) -> float:
+        now = time.monotonic()
+        if now - self._t >= self.window_s:
+            cur = self._read()
+            if cur is not None and self._last is not None and cur[1] > self._last[1]:
+                self._busy = (cur[0] - self._last[0]) / (cur[1] - self._last[1])
+            self._last, self._t = cur, now
+        return self._busy
 
 
 def renderer_memory_args(cap_mb: int | None) -> list[str]:
