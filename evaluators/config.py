@@ -166,6 +166,12 @@ class BrowserConfig:
         the response is scored again. Beside 8 pages of InteractScience
         answers on 2 busy cores it answered in 4 ms (median), 0.42 s at most
         (125 questions). None: not watched.
+      random_seed: every document's Math.random draws a fixed sequence from
+        this seed (`sandbox.seeded`), so an app that uses randomness behaves
+        the same in every scoring of it and its verdicts, and so its reward,
+        are a function of the response (an app whose button may redraw the
+        example already shown passed or failed a probe by luck). Web workers
+        keep the browser's own. None: the browser's own everywhere.
     """
 
     executable_path: str = CHROMIUM
@@ -191,6 +197,7 @@ class BrowserConfig:
     rerun_contended_timeouts: bool = True
     decide_when_quiet: bool = True
     browser_answer_timeout_ms: int | None = 30_000
+    random_seed: int | None = 0
 
     def __post_init__(self):
         for name in ("page_reuse", "reset_timeout_ms", "pages_per_worker"):

@@ -50,6 +50,7 @@ from evaluators.sandbox.processes import (CpuMeter, IdleBurn, answers, browser_m
                                           watch_browser)
 from evaluators.sandbox.loading import enable_cpu_reading
 from evaluators.sandbox.quiet import QUIET_JS
+from evaluators.sandbox.seeded import seeded_random_js
 from evaluators.sandbox.writers import WRITERS_JS
 
 __all__ = ["APP_ORIGIN", "APP_URL", "BrowserWorker", "EvaluatorFault", "PageWatch", "parse_stack"]
@@ -480,6 +481,8 @@ class BrowserWorker:
         try:
             # Before any document of the context: the quiet tracker must see every timer.
             await context.add_init_script(script=QUIET_JS)
+            if self.cfg.random_seed is not None:
+                await context.add_init_script(script=seeded_random_js(self.cfg.random_seed))
             if self.cfg.trace_writers:
                 await context.add_init_script(script=WRITERS_JS)
             page = await context.new_page()
