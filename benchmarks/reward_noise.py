@@ -1,12 +1,13 @@
 """How often does the same response get a different verdict? Re-scoring, alone and under load.
 
   python benchmarks/reward_noise.py [--model gpt-4o] [--apps 30] [--repeats 3]
-      [--workers 1 --pages 4] [--no-load]
+      [--workers 1 --pages 4] [--no-load] [--load-nice 10]
 
 Scores the same `--apps` InteractScience answers `--repeats` times with the evaluator's default
 settings (the rubrics the gated reward needs, as in RL), first alone, then while the policy's
 train step and sampler run on the same cores (`benchmarks/rl_step.py` in a loop, as the
-training loop runs them beside scoring). A (response, rubric) flips when its verdict is not
+training loop runs them beside scoring, its XLA threads at the loop's niceness:
+`evaluator.compute_nice`). A (response, rubric) flips when its verdict is not
 the same in every repeat; a response's gate and reward flip likewise. Prints the flip rates per
 rubric kind (initial / dynamic), per importance, and of the gate and the reward, for each
 condition; evaluator errors are counted apart (an error is not a verdict). The last line reads
@@ -36,13 +37,15 @@ DATA = REPO.parent / "shared" / "data" / "interactscience"
 
 
 @contextlib.contextmanager
-def training_load(on: bool):
-    """The policy's train step and sampler running on the same cores, restarted until done."""
+def training_load(on: bool, nice: int | None):
+    """The policy's train step and sampler running on the same cores, restarted until done,
+    their XLA threads at niceness `nice` (the loop's `evaluator.compute_nice`; None: 0)."""
     if not on:
         yield
         return
-    cmd = (f"while true; do {sys.executable} {REPO / 'benchmarks' / 'rl_step.py'} --steps 200 "
-           "> /dev/null 2>&1; done")
+    flag = "" if nice is None else f" --yield-cpu {nice}"
+    cmd = (f"while true; do {sys.executable} {REPO / 'benchmarks' / 'rl_step.py'} --steps 200"
+           f"{flag} > /dev/null 2>&1; done")
     proc = subprocess.Popen(["bash", "-c", cmd], start_new_session=True)
     try:
         yield
@@ -105,6 +108,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--pages", type=int, default=EvalConfig().browser.pages_per_worker)
     ap.add_argument("--no-load", action="store_true", help="only the run alone")
+    ap.add_argument("--load-nice", type=int, default=10,
+                    help="niceness of the load's XLA threads, as the training loop sets it "
+                         "(evaluator.compute_nice, 10); -1: left at 0, as before it did")
     a = ap.parse_args()
     tasks = load_tasks(DATA / "tasks.jsonl")
     rows = load_responses(DATA / "answers" / f"{a.model}.jsonl", tasks)[:a.apps]
@@ -116,7 +122,7 @@ def main() -> None:
         if load and a.no_load:
             continue
         t0 = time.perf_counter()
-        with training_load(load):
+        with training_load(load, None if a.load_nice < 0 else a.load_nice):
             runs = [list(EvaluatorPool(tasks, cfg, workers=a.workers).score(rows))
                     for _ in range(a.repeats)]
         seconds[name] = time.perf_counter() - t0

@@ -29,6 +29,7 @@ from rcca_jax.models import Ling  # noqa: E402
 from rcca_jax.models.logprobs import token_logprobs  # noqa: E402
 from rcca_jax.rl.sampler import SamplerConfig, sample  # noqa: E402
 from rcca_jax.rl.train_step import TrainConfig, compile_train_step, init_state  # noqa: E402
+from rcca_jax.train.priority import yield_cpu  # noqa: E402
 
 
 def host_batch(vocab: int, b: int, t: int, weighted: bool) -> dict:
@@ -45,13 +46,14 @@ def host_batch(vocab: int, b: int, t: int, weighted: bool) -> dict:
     return batch
 
 
-def time_steps(model_cfg, train_cfg, batch, steps):
+def time_steps(model_cfg, train_cfg, batch, steps, nice=None):
     graphdef, state = init_state(Ling(model_cfg, nnx.Rngs(0)), train_cfg)
     state, fn = compile_train_step(graphdef, train_cfg, state, batch)
     state, m = fn(state, {k: jnp.asarray(v) for k, v in batch.items()})
     jax.block_until_ready(m)
     times = []
     for _ in range(steps):
+        yield_cpu(nice)  # as the training loop does each step (evaluator.compute_nice)
         t0 = time.perf_counter()
         state, m = fn(state, {k: jnp.asarray(v) for k, v in batch.items()})
         jax.block_until_ready(m)
@@ -66,6 +68,9 @@ def main() -> None:
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--new_tokens", type=int, default=128)
+    ap.add_argument("--yield-cpu", type=int, default=None, metavar="NICE",
+                    help="run XLA's threads at this niceness, as the training loop does "
+                         "(evaluator.compute_nice); default: unchanged")
     args = ap.parse_args()
     cfg = configs.model_config(configs.load(args.config).model)
     tcfg = TrainConfig(learning_rate=1e-5)
@@ -73,13 +78,16 @@ def main() -> None:
     # Interleave the two variants so drift in machine load hits both alike.
     w_times, p_times = [], []
     for _ in range(2):
-        w_times += time_steps(cfg, tcfg, host_batch(cfg.vocab_size, args.batch, args.seq, True), args.steps // 2)
-        p_times += time_steps(cfg, tcfg, host_batch(cfg.vocab_size, args.batch, args.seq, False), args.steps // 2)
+        w_times += time_steps(cfg, tcfg, host_batch(cfg.vocab_size, args.batch, args.seq, True), args.steps // 2,
+                              args.yield_cpu)
+        p_times += time_steps(cfg, tcfg, host_batch(cfg.vocab_size, args.batch, args.seq, False), args.steps // 2,
+                              args.yield_cpu)
     w, p = float(np.median(w_times)), float(np.median(p_times))
 
     model = Ling(cfg, nnx.Rngs(0))
     prompts = [list(range(2, 2 + 16))] * (args.batch // 4)
     scfg = SamplerConfig(max_new_tokens=args.new_tokens, temperature=1.0, group_size=4)
+    yield_cpu(args.yield_cpu)
     out = sample(model, prompts, jax.random.PRNGKey(0), scfg)  # compile
     jax.block_until_ready(out)
     t0 = time.perf_counter()

@@ -10,6 +10,7 @@ answers).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import os
 import signal
@@ -273,3 +274,39 @@ def test_a_retired_browser_that_does_not_close_is_killed():
             await worker.close()
 
     assert asyncio.run(run()) in (None, "Z")
+
+
+_POOL_THEN_WAIT = """
+import sys, time
+from evaluators.config import EvalConfig
+from evaluators.fleet.pool import EvaluatorPool
+from tests.test_evaluator_browser import GOOD, COUNTER
+pool = EvaluatorPool({"t": COUNTER}, EvalConfig(), workers=1).__enter__()
+list(pool.score([{"task_id": "t", "response": GOOD}]))
+print(pool._slots[0].proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.browser
+@pytest.mark.timeout(180)
+def test_a_pool_worker_whose_parent_was_killed_exits_with_its_browser():
+    # A trainer killed by a signal (the OOM killer, an operator) runs no exit handler: its
+    # worker used to wait on the job queue for good, with its browser up beside the next run.
+    parent = subprocess.Popen([sys.executable, "-c", _POOL_THEN_WAIT], stdout=subprocess.PIPE,
+                              text=True, cwd=os.path.dirname(os.path.dirname(__file__)))
+    worker = int(parent.stdout.readline())
+    below = [pid for pid, _, _ in descendants(worker)]
+    assert below, "the worker has no browser"
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait()
+    left = [worker, *below]
+    for _ in range(300):
+        left = [pid for pid in left if state(pid) not in (None, "Z")]
+        if not left:
+            break
+        time.sleep(0.1)
+    for pid in left:  # whatever happened, nothing stays behind the test
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    assert left == []

@@ -11,10 +11,12 @@ used once (`score`) or kept up across training steps and fed group by group
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import heapq
 import logging
 import multiprocessing as mp
+import os
 import queue
 import threading
 import time
@@ -114,6 +116,19 @@ async def judged(judge: Judge | None, task: Task | None, row: dict, rec: dict,
     return merge(row, {**err, "attempts": rec.get("attempts")})
 
 
+async def _orphaned(worker: BrowserWorker) -> None:
+    """Ends a worker whose pool process is gone (killed: its exit handlers never ran).
+
+    Nothing would ever send it a job again, and its queue never reports the parent's end
+    (the worker holds the queue's pipe too), so without this its browser, and whatever
+    the last apps left running in it, would stay up for good beside the next run.
+    """
+    log.warning("the pool process is gone: this worker closes its browser and exits")
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(worker.close(), 20)
+    os._exit(0)
+
+
 def _worker_main(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: mp.Queue,
                  out: Connection, localizer: Localizer | None = None) -> None:
     logging.basicConfig(level=logging.WARNING)
@@ -146,10 +161,14 @@ async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: 
     loop = asyncio.get_running_loop()
     running: set[asyncio.Task] = set()
 
+    parent = os.getppid()
+
     async def heartbeat() -> None:
         # Apps may wait long for CPU admission; the parent judges a worker by
         # whether its event loop still turns, not by how long an app takes.
         while True:
+            if os.getppid() != parent:
+                await _orphaned(worker)
             outbox.put(("beat", None, None))
             await asyncio.sleep(HEARTBEAT_S)
 

@@ -133,6 +133,11 @@ class EvaluatorConfig:
         naming words, e.g. `--config.evaluator.localize.disabled_rules="('probe.binding',)"`.
       weights: `evaluators.localize.weights.WeightConfig`, the base token weights (direct,
         context, other, cap) the workers compute; the sign rule stays in `config.train`.
+      compute_nice: the niceness of the trainer's compute threads (XLA's;
+        `rcca_jax.train.priority`), so that pages scoring on the same cores (the local
+        fleet, a local Ray) get the CPU first: a page starved by the step runs past its
+        time limit and its verdict would depend on the step. It costs the step nothing
+        where nothing else wants the cores. None: left as they are.
     """
 
     backend: str = "local"
@@ -142,8 +147,12 @@ class EvaluatorConfig:
     scoring: EvalConfig = dataclasses.field(default_factory=EvalConfig)
     localize: LocalizeConfig = dataclasses.field(default_factory=LocalizeConfig)
     weights: WeightConfig = dataclasses.field(default_factory=WeightConfig)
+    compute_nice: int | None = 10
 
     def __post_init__(self):
+        if self.compute_nice is not None and not 0 <= self.compute_nice <= 19:
+            raise ValueError(f"evaluator.compute_nice must be within 0..19 or None, got "
+                             f"{self.compute_nice}")
         import evaluators.localize.spans  # noqa: F401  (registers every rule)
 
         self.localize.validate()  # a ValueError naming the unknown rule id

@@ -56,6 +56,7 @@ def evaluate(run, model: Ling, tag: str, step: int) -> dict:
     from rcca_jax.train.rl import sample_and_score
 
     cfg = run.cfg
+    run.yield_cpu()
     ids = eval_task_ids(run)
     per = math.ceil(len(ids) / run.processes)
     mine = ids[run.process * per:(run.process + 1) * per]

@@ -37,6 +37,7 @@ from rcca_jax.train.config import RunConfig
 from rcca_jax.train.credit import CREDIT
 from rcca_jax.train.data import (IndexStream, TaskData, filter_by_reward, load_task_data,
                                  read_sft_examples, tokenize_examples)
+from rcca_jax.train import priority
 from rcca_jax.train.metrics_log import MetricsLog
 from rcca_jax.train.rewards import FLEETS
 from rcca_jax.train.sft import init_sft_state, sft_step
@@ -145,6 +146,10 @@ class Run:
             shown = {k: f"{v:.3g}" for k, v in flat.items() if k in ("sft/loss", "reward/mean", "loss/pg")}
             bar.set_postfix(shown)
             bar.update(1)
+
+    def yield_cpu(self) -> None:
+        """The compute threads yield to the scoring pages (`EvaluatorConfig.compute_nice`)."""
+        priority.yield_cpu(self.cfg.evaluator.compute_nice)
 
     def say(self, text: str) -> None:
         if self.process == 0:

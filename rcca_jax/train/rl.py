@@ -237,6 +237,7 @@ def run_rl(run, model: Ling, first: int) -> Ling:
 
     for step in range(first, end):
         _profile(run, step - start)
+        run.yield_cpu()  # XLA may have started threads since the last step
         state, metrics, scored = rl_step(run, graphdef, state, step_fn, ref_fn, ref, stream,
                                          jax.random.fold_in(rng, step), bugs)
         run.meta["stream"] = stream.state()
