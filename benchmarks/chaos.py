@@ -173,16 +173,25 @@ def run_pool(tasks: dict, rows: list[dict], workers: int, killer: Killer | None)
     out = []
     with EvaluatorPool(tasks, EvalConfig(), workers=workers) as pool:
         ids = pool.submit(rows)
+        done = threading.Event()
+        threading.Thread(target=_progress, daemon=True,
+                         args=("chaos" if killer else "calm", pool, len(ids), t0, done)).start()
         for k, idx in enumerate(ids):
             out.extend(pool.collect([idx]))
-            if (k + 1) % 100 == 0:  # progress, for runs of an hour or more
-                print(f"  {'chaos' if killer else 'calm'}: {k + 1}/{len(ids)} records in "
-                      f"{time.monotonic() - t0:.0f} s", file=sys.stderr, flush=True)
             if killer is not None and k == len(ids) // 3:
                 victim = max((s for s in pool._slots if s is not None), key=lambda s: len(s.inflight))
                 killer.kill(victim.proc.pid, "worker")
         restarts = pool.restarts
+        done.set()
     return out, time.monotonic() - t0, restarts
+
+
+def _progress(name: str, pool: EvaluatorPool, n: int, t0: float, done: threading.Event) -> None:
+    """Prints every 5 minutes how many rows are scored (the pool runs the longest first, so
+    the in-order results say little until late)."""
+    while not done.wait(300):
+        print(f"  {name}: {n - pool.pending}/{n} scored after {time.monotonic() - t0:.0f} s",
+              file=sys.stderr, flush=True)
 
 
 def run_ray(tasks: dict, rows: list[dict], actors: int, killer: Killer) -> tuple:

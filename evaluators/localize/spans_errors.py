@@ -2,7 +2,8 @@
 
 Part of ``evaluators.localize.spans``. Holds the rules for ``page_error`` diagnostics (the
 statements of an exception's in-app stack frames, or the line its report quotes; queries for
-elements that do not exist behind a null read; the code filling an array whose item was read
+elements that do not exist behind a null read; the returns without a value of the function
+whose result was read as undefined; the code filling an array whose item was read
 undefined, and the loops deciding which items; the call or handler registration that passed
 no value for a parameter read as undefined; the base case of a recursion that never ended and
 the calls starting it; state no code sets (``spans_unset``); the elements and the local
@@ -83,6 +84,41 @@ def _null_sources(c: _Case, stmt: Span, by: str) -> Ops:
                 yield from c.statement(
                     "ctx", w, f"writes {v.name}, read by the failing statement", None,
                     by)
+
+
+_EMPTY_RETURN = re.compile(r"return\s*(?:(?:null|undefined|void\s+0)\s*)?;?\s*$")
+
+
+@rule("errors.returned_nothing")
+def _returned_nothing(c: _Case, stmt: Span, by: str) -> Ops:
+    """A null/undefined read at ``stmt`` of a variable set from a call of an app function:
+    the callee's returns that give no value (``return;``, ``return null``), else, when it
+    has no return at all, the callee itself (as context): the undefined came back from it."""
+    prop = exception_of(c.d).get("read_property")
+    if not exception_of(c.d).get("null_read") or not prop:
+        return
+    g, flow = c.g, c.g.flow
+    code = g.text[stmt[0]:stmt[1]]
+    receivers = set(re.findall(r"([A-Za-z_$][\w$]*)\s*(?:\?\.|\.)\s*" + re.escape(prop)
+                               + r"(?![\w$])", code))
+    receivers |= set(re.findall(r"([A-Za-z_$][\w$]*)\s*\[\s*['\"]" + re.escape(prop), code))
+    at = flow.statement_at(stmt[0])
+    if at is None or not receivers:
+        return
+    read = {v for v in flow.statements[at].uses if g.variables[v].name in receivers}
+    fn = flow.statements[at].function
+    callees = {t for st in flow.statements if read & set(st.defs) and st.calls
+               and st.function in (fn, None) for t in st.calls}
+    for callee in sorted(callees):
+        own = [st for st in flow.statements if st.function == callee and st.returns]
+        empty = [st for st in own if _EMPTY_RETURN.match(g.text[st.span[0]:st.span[1]])]
+        name = g.functions[callee].qualname or "the function"
+        for st in empty:
+            yield from c.add("dir", st.span, f"returns no value from {name}, whose result the "
+                             "failing statement reads", by, callee)
+        if not own:
+            yield from c.function("ctx", callee, f"{name} returns nothing, and the failing "
+                                  "statement reads its result", by)
 
 
 @rule("errors.runaway_recursion")
@@ -410,6 +446,7 @@ def _page_error_stack(c: _Case) -> Ops:
         yield from c.add("ctx", _statement_head(g, off) or _line_at(g.text, off),
                          f"call on the stack (frame {k})", "stack")
     yield from _null_sources(c, head, "stack")
+    yield from _returned_nothing(c, head, "stack")
     yield from _runaway_recursion(c, top, "stack")
     yield from _undefined_items(c, head, "stack")
     yield from _missing_argument(c, head, frames, "stack")

@@ -38,7 +38,8 @@ def held_out(task_id: str) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class Mutation:
-    """Replaces ``response[start:end]`` with ``new``: the fault is ``[start, start + len(new))``."""
+    """Replaces ``response[start:end]`` with ``new``: the fault is ``[start, start + len(new))``
+    less the blanks at either end of ``new``."""
 
     kind: str
     start: int
@@ -50,7 +51,12 @@ class Mutation:
 
     @property
     def fault(self) -> tuple[int, int]:
-        return self.start, self.start + len(self.new)
+        # Blanks around the inserted code (`` return;``) are no one's to blame.
+        body = self.new.strip()
+        if not body:
+            return self.start, self.start + len(self.new)
+        lead = len(self.new) - len(self.new.lstrip())
+        return self.start + lead, self.start + lead + len(body)
 
 
 # -- fault sites --------------------------------------------------------------------------------

@@ -403,8 +403,25 @@ def _library(app: str, message: str, *codes: str) -> dict:
     return page_error(message, [{"in_app": False, "offset": None}, *_frames(app, *codes)])
 
 
+RETURNS = """<canvas id="c"></canvas><script>
+function makeShape(r) {
+  if (r > 10) return;
+  return {position: {x: r}};
+}
+function place(r) {
+  const shape = makeShape(r);
+  shape.position.x += 1;
+}
+place(20);
+</script>"""
+
 CHECK = {"expect": "text", "locator": "#out", "value": "1"}
 ROWS = {
+    "a value read from a call that returned nothing": Row(
+        RETURNS, "errors.returned_nothing",
+        page_error("uncaught TypeError: Cannot read properties of undefined (reading "
+                   "'position')", _frames(RETURNS, "shape.position.x += 1", "place(20)")),
+        direct=("return;",), spared=("return {position: {x: r}};",)),
     "a style rule that hides an ancestor of the checked element": Row(
         HIDDEN, "probe.hiding_ancestors",
         probe_failure({"expect": "visible", "locator": "#out"}, None, actual=False),
