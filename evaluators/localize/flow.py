@@ -3,7 +3,8 @@
 A slice answers "which statements can have made the value this statement uses": within a
 function, the statements that define a variable the slice uses (scopes resolved, from the
 graph's ``var_refs``) and the heads of the compound statements (``if (...)``, ``for (...)``)
-that decide whether a sliced statement runs; across functions, the ``return`` statements of
+that decide whether a sliced statement runs, and the ``return`` and ``throw`` statements
+before it in its function (which end it first when they run); across functions, the ``return`` statements of
 the functions a sliced statement calls, the call sites of a function whose parameter the
 slice uses, and the statements elsewhere that write a global or captured variable the slice
 uses. An ``allowed`` predicate keeps the functions that can be on the path (those that ran).
@@ -169,9 +170,12 @@ class Flow:
                 self._container[fn.index] = k
         self._defined_by: dict[int, list[int]] = {}
         self._returns: dict[int | None, list[int]] = {}
+        self._exits: dict[int | None, list[int]] = {}
         for k, st in enumerate(self.statements):
             if st.returns:
                 self._returns.setdefault(st.function, []).append(k)
+            if st.returns or g.text.startswith("throw", st.span[0]):
+                self._exits.setdefault(st.function, []).append(k)
             if k in self._alias or k in self._declarations:
                 continue
             for v in st.defs:
@@ -254,6 +258,11 @@ class Flow:
             k = queue.pop()
             if st[k].parent is not None:
                 join(st[k].parent, "decides whether a statement of the slice runs")
+            # A return or throw before it in its function decides too, when it runs (and,
+            # through its own parents, the condition under which it does).
+            for j in self._exits.get(st[k].function, ()) if st[k].function is not None else ():
+                if st[j].span[1] <= st[k].span[0]:
+                    join(j, "can leave the function before a statement of the slice runs")
             holder = self._container.get(st[k].function)
             if holder is not None:
                 join(holder, "runs or registers the function holding a statement of the slice")

@@ -129,7 +129,7 @@ def test_passing_probes_paths_let_the_spectrum_blame_what_only_the_failing_path_
     assert loc["s_dir"] == [] and loc["s_ctx"] == []
 
 
-def test_a_return_that_skipped_the_checked_write_is_blamed_with_real_block_coverage():
+def test_a_break_that_skipped_the_checked_write_is_blamed_with_real_block_coverage():
     from tests.localize.test_rule_intents import EARLY
 
     task = parse_task({"id": "tests/early", "prompt": "x", "rubrics": [
@@ -143,6 +143,6 @@ def test_a_return_that_skipped_the_checked_write_is_blamed_with_real_block_cover
                                           {task.id: task}, cfg))
     out = localize_record(rec, task=task)
     (loc,) = [d for d in out["diagnostics"] if d["kind"] == "probe_failure"]
-    jump = app.index("return;")
-    assert _inside((jump, jump + 7), loc["s_dir"]), (loc["coverage"], loc["evidence"])
+    jump = app.index("break;")
+    assert _inside((jump, jump + 6), loc["s_dir"]), (loc["coverage"], loc["evidence"])
     assert any(e["rule"] == "flow.skipped_by" for e in loc["evidence"])

@@ -83,6 +83,27 @@ def test_slice_follows_data_control_calls_and_parameters():
     assert "total += i;" not in heads(g, narrow) and "render(1);" not in heads(g, narrow)
 
 
+GUARDED = """<span id="out"></span><script>
+let n = 1;
+function show() {
+  if (n < 0) return;
+  document.getElementById('out').textContent = n;
+  if (n > 9) throw new Error('too big');
+  return n;
+}
+show();
+</script>"""
+
+
+def test_slice_holds_the_returns_and_throws_that_can_end_the_function_first():
+    g = build_graph(GUARDED)
+    flow = g.flow
+    seed = flow.statement_at(span("document.getElementById('out')", GUARDED)[0])
+    found = heads(g, flow.slice({seed: "seed"}, lambda fn: True))
+    assert {"return;", "if (n < 0)"} <= found  # the guard, and the condition it runs under
+    assert found.isdisjoint({"throw new Error('too big');", "return n;"})  # only those before
+
+
 def test_load_functions():
     text = ("<script>\nfunction a() { b(); }\nfunction b() {}\nfunction c() {}\n"
             "function setup() {}\nfunction h() { c(); }\na();\n"
