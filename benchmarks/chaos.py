@@ -21,14 +21,19 @@ For each run: records returned (all must come back, in input order), evaluator e
 each record's gate and reward) differing from the calm run's, for the non-hostile and the
 hostile apps, kills by kind and wall time. Differing verdicts are listed by name.
 
+Each pass's records go to ``--out`` (``calm.jsonl``, ``chaos.jsonl``, ``ray.jsonl``, with the
+commit and sample they came from), so that a long run can be split: ``--passes calm`` first,
+then ``--passes chaos ray``, which reads the calm pass back when it was made by the same code.
+
 Run:
   python benchmarks/chaos.py [--apps 1000] [--kill-every 20] [--stop-share 0.25] [--workers 2]
-                             [--ray-apps 40]
+                             [--ray-apps 40] [--passes calm chaos ray] [--out runs/chaos]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import signal
@@ -224,6 +229,37 @@ def _row(name: str, rows: list[dict], out: list[dict], wall: float, calm: dict |
             errors, real, hostile, kill_text, round(wall)]
 
 
+def _commit() -> str:
+    """This checkout's commit, marked ``-dirty`` when tracked files differ from it."""
+    import subprocess
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *a], capture_output=True,
+                              text=True).stdout.strip()
+
+    return (git("rev-parse", "--short", "HEAD") or "unknown") + (
+        "-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def _saved(path: Path, head: dict) -> tuple[list[dict], dict] | None:
+    """A pass's records and footer from an earlier run of the same code and sample, or None."""
+    if not path.exists():
+        return None
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    if len(lines) < 2 or lines[0] != head or not lines[-1].get("done"):
+        print(f"{path}: not a finished pass of this code and sample: it runs again",
+              file=sys.stderr)
+        return None
+    return lines[1:-1], lines[-1]
+
+
+def _save(path: Path, head: dict, records: list[dict], foot: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as f:
+        for line in (head, *records, {**foot, "done": True}):
+            f.write(json.dumps(line) + "\n")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--apps", type=int, default=1000, help="apps scored in each pool run")
@@ -237,6 +273,12 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--ray-apps", type=int, default=40, help="apps for the Ray run (0: skip)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--passes", nargs="+", choices=("calm", "chaos", "ray"),
+                    default=["calm", "chaos", "ray"],
+                    help="passes to run; the calm pass's records are read from --out when a "
+                         "finished one of the same code and sample is there")
+    ap.add_argument("--out", type=Path, default=REPO / "runs" / "chaos",
+                    help="each pass's records (calm.jsonl, chaos.jsonl, ray.jsonl)")
     args = ap.parse_args()
 
     ears = _Listeners()
@@ -245,25 +287,45 @@ def main() -> None:
              ears.port(socket.AF_INET, socket.SOCK_DGRAM), ears.port(socket.AF_INET6, socket.SOCK_DGRAM))
     tasks, rows = sample(args.apps, args.hostile_share, ports)
     n_hostile = sum(r["hostile"] for r in rows)
+    commit = _commit()
     print(f"{len(rows)} apps ({n_hostile} hostile), {args.workers} workers, a kill every "
           f"{args.kill_every} s on average ({args.browser_share:.0%} browsers, "
-          f"{args.stop_share:.0%} of the picks stopped, not killed)", flush=True)
+          f"{args.stop_share:.0%} of the picks stopped, not killed), commit {commit}", flush=True)
+    # The hostile apps name this run's listener ports: a calm pass of another run scored
+    # the same apps with other port numbers, which no verdict depends on.
+    head = {"commit": commit, "apps": args.apps, "hostile_share": args.hostile_share,
+            "workers": args.workers}
     results, diffs = [], []
-    calm_out, wall, _ = run_pool(tasks, rows, args.workers, None)
+    path = args.out / "calm.jsonl"
+    got = None if "calm" in args.passes else _saved(path, {**head, "pass": "calm"})
+    if got is None:
+        if "calm" not in args.passes:
+            raise SystemExit(f"no finished calm pass of commit {commit} in {path}: run "
+                             "--passes calm first (or with the other passes)")
+        calm_out, wall, _ = run_pool(tasks, rows, args.workers, None)
+        _save(path, {**head, "pass": "calm"}, calm_out, {"wall_s": wall})
+    else:
+        calm_out, wall = got[0], got[1]["wall_s"]
     calm = verdicts(calm_out)
     results.append(_row("calm", rows, calm_out, wall, None, {}, diffs))
     print(f"calm: {wall:.0f} s", flush=True)
-    killer = Killer(args.kill_every, args.browser_share, args.seed, args.stop_share)
-    with killer:
-        out, wall, restarts = run_pool(tasks, rows, args.workers, killer)
-    results.append(_row("chaos (pool)", rows, out, wall, calm, dict(killer.kills), diffs))
-    print(f"chaos: {wall:.0f} s, kills {killer.kills}, worker restarts {restarts}", flush=True)
-    if args.ray_apps:
+    if "chaos" in args.passes:
+        killer = Killer(args.kill_every, args.browser_share, args.seed, args.stop_share)
+        with killer:
+            out, wall, restarts = run_pool(tasks, rows, args.workers, killer)
+        _save(args.out / "chaos.jsonl", {**head, "pass": "chaos"}, out,
+              {"wall_s": wall, "kills": killer.kills, "restarts": restarts})
+        results.append(_row("chaos (pool)", rows, out, wall, calm, dict(killer.kills), diffs))
+        print(f"chaos: {wall:.0f} s, kills {killer.kills}, worker restarts {restarts}",
+              flush=True)
+    if args.ray_apps and "ray" in args.passes:
         sub = rows[:args.ray_apps]
         ray_killer = Killer(1e9, 0, args.seed)  # no random kills: only the actor
         out, wall, replaced = run_ray(tasks, sub, args.workers, ray_killer)
         sub_calm = {k: v for k, v in calm.items() if k[0] < len(sub)}
         kills = {**ray_killer.kills, "actors replaced": replaced}
+        _save(args.out / "ray.jsonl", {**head, "pass": "ray"}, out, {"wall_s": wall,
+                                                                     "kills": kills})
         results.append(_row("Ray actors", sub, out, wall, sub_calm, kills, diffs))
         print(f"ray: {wall:.0f} s, actors replaced {replaced}", flush=True)
     time.sleep(1.0)

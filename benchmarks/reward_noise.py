@@ -1,7 +1,7 @@
 """How often does the same response get a different verdict? Re-scoring, alone and under load.
 
   python benchmarks/reward_noise.py [--model gpt-4o] [--apps 30] [--repeats 3]
-      [--workers 1 --pages 4] [--no-load] [--load-nice 10]
+      [--workers 1 --pages 4] [--no-load | --only-load] [--load-nice 10]
 
 Scores the same `--apps` InteractScience answers `--repeats` times with the evaluator's default
 settings (the rubrics the gated reward needs, as in RL), first alone, then while the policy's
@@ -108,6 +108,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--pages", type=int, default=EvalConfig().browser.pages_per_worker)
     ap.add_argument("--no-load", action="store_true", help="only the run alone")
+    ap.add_argument("--only-load", action="store_true", help="only the run under load")
     ap.add_argument("--load-nice", type=int, default=10,
                     help="niceness of the load's XLA threads, as the training loop sets it "
                          "(evaluator.compute_nice, 10); -1: left at 0, as before it did")
@@ -119,7 +120,7 @@ def main() -> None:
                                                                pages_per_worker=a.pages))
     results, listing, seconds = {}, {}, {}
     for name, load in (("alone", False), ("under load", True)):
-        if load and a.no_load:
+        if (load and a.no_load) or (not load and a.only_load):
             continue
         t0 = time.perf_counter()
         with training_load(load, None if a.load_nice < 0 else a.load_nice):
