@@ -232,6 +232,14 @@ class Flow:
         """Statements that call ``function``, in source order."""
         return sorted(self._callers.get(function, ()))
 
+    def exits_before(self, k: int) -> list[int]:
+        """The ``return`` and ``throw`` statements of statement ``k``'s function that end
+        before it: when one runs, ``k`` does not (none at the top level)."""
+        st = self.statements
+        if st[k].function is None:
+            return []
+        return [j for j in self._exits.get(st[k].function, ()) if st[j].span[1] <= st[k].span[0]]
+
     def slice(self, seeds: dict[int, str], allowed: Callable[[int | None], bool],
               only: dict[int, set[int]] | None = None, limit: int = 200) -> dict[int, str]:
         """The backward slice of ``seeds``: statement index -> why it is in it.
@@ -260,9 +268,8 @@ class Flow:
                 join(st[k].parent, "decides whether a statement of the slice runs")
             # A return or throw before it in its function decides too, when it runs (and,
             # through its own parents, the condition under which it does).
-            for j in self._exits.get(st[k].function, ()) if st[k].function is not None else ():
-                if st[j].span[1] <= st[k].span[0]:
-                    join(j, "can leave the function before a statement of the slice runs")
+            for j in self.exits_before(k):
+                join(j, "can leave the function before a statement of the slice runs")
             holder = self._container.get(st[k].function)
             if holder is not None:
                 join(holder, "runs or registers the function holding a statement of the slice")

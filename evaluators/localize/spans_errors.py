@@ -89,26 +89,47 @@ def _null_sources(c: _Case, stmt: Span, by: str) -> Ops:
 _EMPTY_RETURN = re.compile(r"return\s*(?:(?:null|undefined|void\s+0)\s*)?;?\s*$")
 
 
+def _receivers(c: _Case, stmt: Span) -> tuple[int | None, set[int], bool]:
+    """For a null/undefined read at ``stmt``: (its statement, the variables read there whose
+    property the report names, whether they were found by that name). When the read
+    happened in a library (the property is not in the statement), every variable the
+    statement reads."""
+    flow = c.g.flow
+    exc = exception_of(c.d)
+    k = flow.statement_at(stmt[0])
+    if not exc.get("null_read") or k is None:
+        return k, set(), False
+    prop, code = exc.get("read_property"), c.g.text[stmt[0]:stmt[1]]
+    names = set()
+    if prop:
+        p = re.escape(prop)
+        names = set(re.findall(r"([A-Za-z_$][\w$]*)\s*\??\.\s*" + p + r"(?![\w$])", code))
+        names |= set(re.findall(r"([A-Za-z_$][\w$]*)\s*\[\s*['\"]" + p, code))
+    uses = flow.statements[k].uses
+    named = {v for v in uses if c.g.variables[v].name in names}
+    return (k, named, True) if named else (k, set(uses), False)
+
+
+def _definitions(c: _Case, k: int, variables: set[int]) -> list:
+    """The statements other than ``k`` that set ``variables``: anywhere for a global, else in
+    statement ``k``'s function or at the top level."""
+    flow = c.g.flow
+    fn = flow.statements[k].function
+    shared = {v for v in variables if c.g.variables[v].is_global}
+    return [st for j, st in enumerate(flow.statements) if j != k and variables & st.defs
+            and (shared & st.defs or st.function in (fn, None))]
+
+
 @rule("errors.returned_nothing")
 def _returned_nothing(c: _Case, stmt: Span, by: str) -> Ops:
     """A null/undefined read at ``stmt`` of a variable set from a call of an app function:
     the callee's returns that give no value (``return;``, ``return null``), else, when it
     has no return at all, the callee itself (as context): the undefined came back from it."""
-    prop = exception_of(c.d).get("read_property")
-    if not exception_of(c.d).get("null_read") or not prop:
-        return
     g, flow = c.g, c.g.flow
-    code = g.text[stmt[0]:stmt[1]]
-    receivers = set(re.findall(r"([A-Za-z_$][\w$]*)\s*(?:\?\.|\.)\s*" + re.escape(prop)
-                               + r"(?![\w$])", code))
-    receivers |= set(re.findall(r"([A-Za-z_$][\w$]*)\s*\[\s*['\"]" + re.escape(prop), code))
-    at = flow.statement_at(stmt[0])
-    if at is None or not receivers:
+    k, read, _ = _receivers(c, stmt)
+    if not read:
         return
-    read = {v for v in flow.statements[at].uses if g.variables[v].name in receivers}
-    fn = flow.statements[at].function
-    callees = {t for st in flow.statements if read & set(st.defs) and st.calls
-               and st.function in (fn, None) for t in st.calls}
+    callees = {t for st in _definitions(c, k, read) for t in st.calls}
     for callee in sorted(callees):
         own = [st for st in flow.statements if st.function == callee and st.returns]
         empty = [st for st in own if _EMPTY_RETURN.match(g.text[st.span[0]:st.span[1]])]
@@ -119,6 +140,26 @@ def _returned_nothing(c: _Case, stmt: Span, by: str) -> Ops:
         if not own:
             yield from c.function("ctx", callee, f"{name} returns nothing, and the failing "
                                   "statement reads its result", by)
+
+
+_LOOKUP = re.compile(r"=\s*[A-Za-z_$][\w$.]*\s*(?:\[[^\]]+\]|\.[A-Za-z_$][\w$]*)\s*;?\s*$")
+
+
+@rule("errors.undefined_lookup")
+def _undefined_lookup(c: _Case, stmt: Span, by: str) -> Ops:
+    """A property read on null/undefined, of a variable the report names, that an
+    assignment sets from a lookup (``x = table[key]``, ``x = obj.prop``): a key or name
+    missing there gives undefined, so each such assignment is blamed directly."""
+    k, read, named = _receivers(c, stmt)
+    if not named:
+        return
+    text = c.g.text
+    for st in _definitions(c, k, read):
+        if not st.calls and _LOOKUP.search(text, st.span[0], st.span[1]):
+            names = ", ".join(sorted(c.g.variables[v].name for v in read & st.defs))
+            yield from c.add("dir", st.span, f"sets {names} from a lookup, which gives undefined "
+                             "for a missing key; the failing statement reads a property of it",
+                             by, st.function)
 
 
 @rule("errors.runaway_recursion")
@@ -447,6 +488,7 @@ def _page_error_stack(c: _Case) -> Ops:
                          f"call on the stack (frame {k})", "stack")
     yield from _null_sources(c, head, "stack")
     yield from _returned_nothing(c, head, "stack")
+    yield from _undefined_lookup(c, head, "stack")
     yield from _runaway_recursion(c, top, "stack")
     yield from _undefined_items(c, head, "stack")
     yield from _missing_argument(c, head, frames, "stack")

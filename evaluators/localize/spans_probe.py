@@ -395,6 +395,7 @@ def _ground(c: _Case) -> Ops:
     ran = ran_functions(g, cov)
     if not ran and f.action:
         yield from _nothing_ran(c)
+        yield from binding_cut_short(c, f, ran)
         return None
     what = _describe(g, f.targets, f.label)
     keys = _write_keys(f)
@@ -419,6 +420,7 @@ def _ground(c: _Case) -> Ops:
             yield from c.function(
                 "dir", b.handler, f"ran before the failure, bound to {b.target_text[:40]} "
                 f"for the action on {actor}", "coverage")
+    yield from binding_cut_short(c, f, ran)
     sliced = yield from narrow_to_slice(c, f, ran)
     if not sliced:  # no write of X ran: the callees that ran, whole
         for fi in sorted({i.fn for i in c.items if i.set == "dir" and i.fn in ran}):
@@ -435,6 +437,27 @@ def _ground(c: _Case) -> Ops:
         yield from c.demote(lambda i: i.fn is not None and i.fn not in ran,
                             "; did not run before the failure")
     return ran or None
+
+
+@rule("probe.binding_cut_short")
+def binding_cut_short(c: _Case, f: _Failure, ran: set[int]) -> Ops:
+    """A handler bound to Y for the action did not run during the probe: the ``return`` and
+    ``throw`` statements before its binding, in the function that makes it, can have ended
+    that function first (at load, before coverage counts), so the binding never ran. Each
+    is blamed directly, the condition it runs under as context."""
+    flow = c.g.flow
+    for b in _bindings_for(c.g, f.actors, f.action):
+        if b.handler is None or b.handler in ran or b.function is None:
+            continue
+        k = flow.statement_at(b.span[0], b.function)
+        for j in flow.exits_before(k) if k is not None else ():
+            st = flow.statements[j]
+            # It ran at load, which coverage does not count: no function to demote it by.
+            yield from c.add("dir", st.span, f"can end the function before it binds "
+                             f"{b.target_text[:40]}'s handler, which did not run", "coverage")
+            if st.parent is not None:
+                yield from c.add("ctx", flow.statements[st.parent].head,
+                                 "decides whether that return runs", "coverage")
 
 
 @rule("probe.nothing_ran")

@@ -415,8 +415,43 @@ function place(r) {
 place(20);
 </script>"""
 
+GUARDED_BINDING = """<input id="s" type="range"><span id="out">0</span>
+<script>
+function wire() {
+  const s = document.getElementById('s');
+  if (!s.dataset.ready) return;
+  s.addEventListener('input', () => { document.getElementById('out').textContent = s.value; });
+}
+document.addEventListener('DOMContentLoaded', wire);
+</script>"""
+
+LOOKUP = """<span id="out"></span><script>
+const PALETTES = {warm: ['red']};
+let palette = null;
+function choose(name) {
+  palette = PALETTES[name];
+}
+function paint() {
+  document.getElementById('out').textContent = palette.length;
+}
+choose('cold');
+paint();
+</script>"""
+
 CHECK = {"expect": "text", "locator": "#out", "value": "1"}
 ROWS = {
+    "a return before the binding of the acted-on element's handler": Row(
+        GUARDED_BINDING, "probe.binding_cut_short",
+        {**probe_failure({"expect": "text", "locator": "#out", "value": "5"},
+                         {"do": "fill", "locator": "#s", "value": "5"}),
+         "coverage": {"functions": []}},
+        direct=("return;",), context=("if (!s.dataset.ready)",)),
+    "a property read on what a lookup of a missing key gave": Row(
+        LOOKUP, "errors.undefined_lookup",
+        page_error("uncaught TypeError: Cannot read properties of undefined (reading "
+                   "'length')", _frames(LOOKUP, "document.getElementById('out').textContent",
+                                        "paint();")),
+        direct=("palette = PALETTES[name];",), spared=("const PALETTES = {warm: ['red']};",)),
     "a value read from a call that returned nothing": Row(
         RETURNS, "errors.returned_nothing",
         page_error("uncaught TypeError: Cannot read properties of undefined (reading "
