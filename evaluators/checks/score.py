@@ -15,6 +15,7 @@ from typing import NamedTuple
 
 from evaluators.sandbox.browser import (BrowserWorker, EvaluatorFault, PageWatch, check_not_killed,
                                         monotonic_ms)
+from evaluators.aio import cancel_and_wait
 from evaluators.checks.runtime_gate import RuntimeGate, check_runtime
 from evaluators.config import EvalConfig
 from evaluators.contract import SCHEMA_VERSION, Diagnostic, Reason
@@ -316,9 +317,8 @@ async def _guarded(runner: ProbeRunner, hang_timeout_ms: int, cov: Coverage | No
         dog.result()  # raises the hang
         return await probe  # the watchdog gave up on a closed page: the probe reports
     finally:
-        for t in (probe, dog):
-            t.cancel()
-        await asyncio.gather(probe, dog, return_exceptions=True)
+        # Not gather(): a cancel can be swallowed by the watchdog's wait_for (`aio`).
+        await cancel_and_wait(probe, dog)
 
 
 def _gate_rubric(task: Task) -> int | None:
@@ -445,8 +445,7 @@ async def _decide_runtime(worker: BrowserWorker, task: Task, extraction: Extract
         try:
             await gate.result
         except BaseException:
-            first_run.cancel()
-            await asyncio.gather(first_run, return_exceptions=True)
+            await cancel_and_wait(first_run)
             raise
     ok, diags = gate.result.result()
     if ok or not gate.contended_timeout or not cfg.browser.rerun_contended_timeouts:

@@ -1,0 +1,40 @@
+"""Tasks end for sure, even one that swallows a cancellation (issue 17: a stalled worker)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from evaluators.aio import cancel_and_wait
+
+
+def test_a_task_that_swallows_cancels_still_ends_and_one_that_never_ends_is_left():
+    async def run():
+        stop = asyncio.Event()
+
+        async def stubborn(swallow: int) -> str:
+            # As a loop over wait_for on Python 3.11 can: a cancel lands and the loop goes on.
+            while True:
+                try:
+                    await asyncio.sleep(10)
+                except asyncio.CancelledError:
+                    if swallow == 0 or stop.is_set():
+                        raise
+                    swallow -= 1
+
+        two = asyncio.ensure_future(stubborn(2))
+        done = asyncio.ensure_future(asyncio.sleep(0))
+        await asyncio.sleep(0.01)
+        await asyncio.wait_for(cancel_and_wait(two, done, every_s=0.05), 5)
+        assert two.cancelled() and done.done()
+        # gather() would wait for ever on such a task: here the wait ends after its rounds.
+        never = asyncio.ensure_future(stubborn(10 ** 9))
+        await asyncio.sleep(0.01)
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        await cancel_and_wait(never, every_s=0.02, rounds=5)
+        assert not never.done() and loop.time() - t0 < 1.0
+        stop.set()  # the test leaves nothing behind
+        never.cancel()
+        await asyncio.gather(never, return_exceptions=True)
+
+    asyncio.run(run())
