@@ -4,10 +4,11 @@ A slice answers "which statements can have made the value this statement uses": 
 function, the statements that define a variable the slice uses (scopes resolved, from the
 graph's ``var_refs``) and the heads of the compound statements (``if (...)``, ``for (...)``)
 that decide whether a sliced statement runs, and the ``return`` and ``throw`` statements
-before it in its function (which end it first when they run); across functions, the ``return`` statements of
-the functions a sliced statement calls, the call sites of a function whose parameter the
-slice uses, and the statements elsewhere that write a global or captured variable the slice
-uses. An ``allowed`` predicate keeps the functions that can be on the path (those that ran).
+before it in its function (which end it first when they run); across functions, the
+``return`` statements of the functions a sliced statement calls, the call sites of a
+function whose parameter the slice uses, and the statements elsewhere that write a global or
+captured variable the slice uses. An ``allowed`` predicate keeps the functions that can be
+on the path (those that ran).
 
 Each statement owns the references and calls that no inner statement of the same function
 holds: a callback's body counts for the statement that passes the callback (the statement

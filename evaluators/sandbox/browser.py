@@ -45,9 +45,9 @@ from playwright.async_api import Browser, BrowserContext, CDPSession, Page, asyn
 
 from evaluators.sandbox.app_server import APP_ORIGIN, APP_URL, AppServer, is_cdn_url
 from evaluators.config import BrowserConfig
-from evaluators.sandbox.processes import (CpuMeter, IdleBurn, answers, browser_mark, browser_pid, kill,
-                                          renderer_memory_args, state, stopped, tree_cpu,
-                                          watch_browser)
+from evaluators.sandbox.processes import (CpuMeter, IdleBurn, answers, browser_mark,
+                                          browser_pid, kill, renderer_memory_args, state,
+                                          stopped, tree_cpu, watch_browser)
 from evaluators.sandbox.loading import enable_cpu_reading
 from evaluators.sandbox.quiet import QUIET_JS
 from evaluators.sandbox.seeded import seeded_random_js
