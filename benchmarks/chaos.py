@@ -47,6 +47,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.proc_cpu import descendants  # noqa: E402
+from benchmarks.revision import code_version  # noqa: E402
 from evaluators.config import EvalConfig  # noqa: E402
 from evaluators.fleet.pool import EvaluatorPool  # noqa: E402
 from evaluators.summary import table  # noqa: E402
@@ -229,18 +230,6 @@ def _row(name: str, rows: list[dict], out: list[dict], wall: float, calm: dict |
             errors, real, hostile, kill_text, round(wall)]
 
 
-def _commit() -> str:
-    """This checkout's commit, marked ``-dirty`` when tracked files differ from it."""
-    import subprocess
-
-    def git(*a: str) -> str:
-        return subprocess.run(["git", "-C", str(REPO), *a], capture_output=True,
-                              text=True).stdout.strip()
-
-    return (git("rev-parse", "--short", "HEAD") or "unknown") + (
-        "-dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
-
-
 def _saved(path: Path, head: dict) -> tuple[list[dict], dict] | None:
     """A pass's records and footer from an earlier run of the same code and sample, or None."""
     if not path.exists():
@@ -287,7 +276,7 @@ def main() -> None:
              ears.port(socket.AF_INET, socket.SOCK_DGRAM), ears.port(socket.AF_INET6, socket.SOCK_DGRAM))
     tasks, rows = sample(args.apps, args.hostile_share, ports)
     n_hostile = sum(r["hostile"] for r in rows)
-    commit = _commit()
+    commit = code_version()
     print(f"{len(rows)} apps ({n_hostile} hostile), {args.workers} workers, a kill every "
           f"{args.kill_every} s on average ({args.browser_share:.0%} browsers, "
           f"{args.stop_share:.0%} of the picks stopped, not killed), commit {commit}", flush=True)

@@ -24,11 +24,20 @@ RL from that same SFT checkpoint, with the same prompts and sampling keys:
 one's workdir cut back to the end of SFT; the loop resumes there exactly
 (tests/train/test_loop.py checks resume exactness), so only RL differs between them.
 
-Writes into --out: `replication.md` (the table) and, with matplotlib, `replication.png`
+Each finished arm leaves `seed<N>/<arm>/arm.json` (its summary, launcher flags, commit and
+wall time); a later call with the same flags reads it back instead of running the arm again,
+so the experiment can be run a seed at a time (`--seeds 2`, on other days or machines sharing
+--out), and `--report` runs nothing and reports every finished arm under --out.
+
+Writes into --out: `replication.md` (the tables) and, with matplotlib, `replication.png`
 (batch gated reward over RL steps per arm, the mean over seeds with a band of one standard
 error), and prints the table. The primary figure is each arm's held-out gated reward after
 RL minus the reference arm's, paired by seed and task, with a 95% bootstrap interval that
 resamples seeds and, within each, tasks. With one seed the interval covers tasks only.
+A second table holds, per arm, the last 5 RL steps of the KL to the SFT policy, the entropy
+on blamed and on other tokens, and the share of answers failing the runtime gate; the first
+holds the share of answers to bugged testbed tasks that still write the injected bug (the
+sampled estimate of the probability the policy gives it).
 """
 
 from __future__ import annotations
@@ -39,12 +48,14 @@ import shutil
 import statistics
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+from benchmarks.revision import code_version  # noqa: E402
 from evaluators.leaderboard import task_rewards  # noqa: E402
 
 VARIANTS = {
@@ -119,7 +130,7 @@ def summary(runs: dict[int, dict[str, dict]], reference: str, target: float) -> 
     """Rows: arm, seeds, held-out after SFT and after RL (mean over seeds), the paired
     difference to `reference` with its interval, steps to `target`, last-5-step batch reward,
     and on the testbed the share of answers still holding the injected bug."""
-    arms = list(next(iter(runs.values())))
+    arms = arm_names(runs)
     rows = []
     for arm in arms:
         per = [runs[s][arm] for s in runs if arm in runs[s]]
@@ -157,7 +168,7 @@ def figure(runs: dict[int, dict[str, dict]], path: Path) -> bool:
     except ImportError:
         return False
     fig, ax = plt.subplots(figsize=(7, 4))
-    for arm in next(iter(runs.values())):
+    for arm in arm_names(runs):
         curves = [runs[s][arm]["gated"] for s in runs if arm in runs[s]]
         n = min(len(c) for c in curves)
         y = np.array([c[:n] for c in curves])
@@ -175,25 +186,117 @@ def figure(runs: dict[int, dict[str, dict]], path: Path) -> bool:
     return True
 
 
+SECONDARY = {"KL to SFT": "loss/kl", "entropy, blamed tokens": "policy/entropy_diagnosed",
+             "entropy, other tokens": "policy/entropy_other",
+             "runtime-gate share": "reward/gate_runtime_frac"}
+
+
+def arm_summary(wd: Path) -> dict:
+    """What the report needs from one finished arm's workdir (its result, held-out records
+    and RL metrics)."""
+    result = json.loads((wd / "result.json").read_text())
+    records = [json.loads(x) for x in (wd / "eval" / "rl" / "records.jsonl").read_text().splitlines()]
+    first = first_rl_step(wd)
+    rl = [r for r in metrics(wd) if r["step"] >= first]
+    return {"sft": result["sft"], "rl": result["rcca"], "tasks": task_rewards(records),
+            "gated": [r["reward/gated_mean"] for r in rl],
+            "bug": [r["testbed/bug_rate"] for r in rl if "testbed/bug_rate" in r],
+            "secondary": {k: [r[k] for r in rl if k in r] for k in SECONDARY.values()}}
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(obj))
+    tmp.replace(path)  # a call stopped mid-write leaves no half file behind
+
+
+def _finished(wd: Path, flags: list[str]) -> dict | None:
+    done = wd / "arm.json"
+    if done.exists():
+        got = json.loads(done.read_text())
+        if got["flags"] == flags:
+            return got
+    return None
+
+
+def _has_sft(wd: Path) -> bool:
+    """Whether an arm's run is still on disk to fork others from (metrics, SFT checkpoint)."""
+    return (wd / "metrics.jsonl").exists() and (wd / "checkpoints" / str(first_rl_step(wd))).exists()
+
+
 def run_seed(seed: int, args) -> dict[str, dict]:
-    out, base = {}, None
-    for name in args.only:
-        wd = REPO / args.out / f"seed{seed}" / name
+    """Every arm of one seed. An arm whose `arm.json` holds the same launcher flags is read
+    back, not run again: a long experiment can be run a seed or an arm at a time. The arms
+    run here fork from the seed's SFT: that of a finished arm still on disk, else the SFT
+    that the first arm run here makes."""
+    arms = {name: (REPO / args.out / f"seed{seed}" / name,
+                   [f"--config={args.config}", f"--config.seed={seed}",
+                    f"--config.rl.steps={args.steps}", *args.launcher, *VARIANTS[name]])
+            for name in args.only}
+    out = {n: got for n, (wd, flags) in arms.items() if (got := _finished(wd, flags))}
+    base = next((arms[n][0] for n in out if _has_sft(arms[n][0])), None)
+    if out and base is None and len(out) < len(arms):
+        raise SystemExit(f"seed {seed}: {', '.join(out)} finished, but none of their runs is on "
+                         "disk to start the other arms from the same SFT; use a new --out")
+    for name, (wd, flags) in arms.items():
+        if name in out:
+            continue
         if base is not None:
             fork_at_sft(base, wd, first_rl_step(base))
-        cmd = [sys.executable, "-m", "rcca_jax.launch", f"--config={args.config}", f"--workdir={wd}",
-               f"--config.seed={seed}", f"--config.rl.steps={args.steps}", *args.launcher,
-               *VARIANTS[name]]
-        subprocess.run(cmd, cwd=REPO, check=True)
+        commit, t0 = code_version(), time.monotonic()
+        subprocess.run([sys.executable, "-m", "rcca_jax.launch", f"--workdir={wd}", *flags],
+                       cwd=REPO, check=True)
         base = base or wd
-        result = json.loads((wd / "result.json").read_text())
-        records = [json.loads(x) for x in (wd / "eval" / "rl" / "records.jsonl").read_text().splitlines()]
-        first = first_rl_step(wd)
-        rl = [r for r in metrics(wd) if r["step"] >= first]
-        out[name] = {"sft": result["sft"], "rl": result["rcca"], "tasks": task_rewards(records),
-                     "gated": [r["reward/gated_mean"] for r in rl],
-                     "bug": [r["testbed/bug_rate"] for r in rl if "testbed/bug_rate" in r]}
-    return out
+        out[name] = {**arm_summary(wd), "flags": flags, "commit": commit,
+                     "sft_from": base.name, "wall_s": time.monotonic() - t0}
+        _write_json(wd / "arm.json", out[name])
+    return {name: out[name] for name in args.only}
+
+
+def arm_names(runs: dict[int, dict[str, dict]]) -> list[str]:
+    """Every arm of any seed, in the order first seen."""
+    return list(dict.fromkeys(a for r in runs.values() for a in r))
+
+
+def _shared_flags(arm: str, got: dict) -> list[str]:
+    """An arm's launcher flags less its seed and its variant's own: equal across a report."""
+    return [f for f in got["flags"]
+            if not f.startswith("--config.seed=") and f not in VARIANTS.get(arm, ())]
+
+
+def read_runs(out: Path, arms: list[str]) -> dict[int, dict[str, dict]]:
+    """Every finished arm under `out` (``seed<N>/<arm>/arm.json``), for a report of runs made
+    apart. Arms run with other shared flags (steps, config) than the first are refused."""
+    runs: dict[int, dict[str, dict]] = {}
+    first: tuple[Path, list[str]] | None = None
+    for path in sorted(out.glob("seed*/*/arm.json")):
+        seed, arm = path.parent.parent.name.removeprefix("seed"), path.parent.name
+        if not seed.isdigit() or arm not in arms:
+            continue
+        got = json.loads(path.read_text())
+        shared = _shared_flags(arm, got)
+        if first is None:
+            first = (path, shared)
+        elif shared != first[1]:
+            raise SystemExit(f"{path} was run with {shared}, {first[0]} with {first[1]}: "
+                             "one report must not mix them")
+        runs.setdefault(int(seed), {})[arm] = got
+    return {s: {a: runs[s][a] for a in arms if a in runs[s]} for s in sorted(runs)}
+
+
+def secondary(runs: dict[int, dict[str, dict]]) -> str:
+    """Per arm, the mean over seeds of the last 5 RL steps of each `SECONDARY` metric."""
+    arms = arm_names(runs)
+    lines = ["| arm | " + " | ".join(f"{k}, last 5 steps" for k in SECONDARY) + " |",
+             "|---|" + "---|" * len(SECONDARY)]
+    for arm in arms:
+        cells = []
+        for key in SECONDARY.values():
+            got = [statistics.fmean(v[-5:]) for s in runs if arm in runs[s]
+                   for v in [runs[s][arm].get("secondary", {}).get(key, [])] if v]
+            cells.append(f"{statistics.fmean(got):.3f}" if got else "-")
+        lines.append(f"| {arm} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
@@ -205,15 +308,27 @@ def main() -> None:
     ap.add_argument("--out", default="runs/replication")
     ap.add_argument("--only", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     ap.add_argument("--reference", default="grpo-gated", choices=list(VARIANTS))
+    ap.add_argument("--report", action="store_true",
+                    help="run nothing: the report of every finished arm under --out")
     args, args.launcher = ap.parse_known_args()
     bad = [a for a in args.launcher if not a.startswith("--config.")]
     if bad:
         ap.error(f"unknown arguments {bad} (only --config.* flags go on to the launcher)")
     if args.reference not in args.only:
         ap.error(f"--reference {args.reference} must be one of the arms run (--only)")
-    runs = {s: run_seed(s, args) for s in args.seeds}
-    text = markdown(summary(runs, args.reference, args.target), args.reference, args.target)
     out = REPO / args.out
+    t0 = time.monotonic()
+    runs = read_runs(out, args.only) if args.report else {s: run_seed(s, args) for s in args.seeds}
+    runs = {s: r for s, r in runs.items() if args.reference in r}
+    if not runs:
+        raise SystemExit(f"no seed under {out} has the reference arm {args.reference} finished")
+    arms = [a for r in runs.values() for a in r.values()]
+    commits = sorted({a.get("commit", "unknown") for a in arms})
+    text = (markdown(summary(runs, args.reference, args.target), args.reference, args.target)
+            + "\n" + secondary(runs)
+            + f"\n{len(runs)} seed(s), commit(s) {', '.join(commits)}; arms ran "
+            f"{sum(a.get('wall_s', 0) for a in arms) / 60:.0f} min in all"
+            + ("" if args.report else f", this call {(time.monotonic() - t0) / 60:.0f} min") + "\n")
     (out / "replication.md").write_text(text)
     drew = figure(runs, out / "replication.png")
     print(text + (f"\nfigure: {out / 'replication.png'}" if drew else "\n(no matplotlib: no figure)"))

@@ -25,8 +25,10 @@ from evaluators.checks.score import error_record
 from evaluators.config import EvalConfig
 from evaluators.fleet import pool as pool_mod
 from evaluators.fleet.pool import make_mirror, score_rows_async
-from evaluators.sandbox.browser import BrowserWorker, EvaluatorFault, _end
-from evaluators.sandbox.processes import (IdleBurn, browser_mark, browser_pid, state, stopped,
+from evaluators.sandbox.browser import BrowserWorker, EvaluatorFault
+from evaluators.sandbox.ending import end_retired
+from evaluators.sandbox.processes import (IdleBurn, browser_mark, browser_pid, kill,
+                                          read_tree, state, stopped, tree_cpu,
                                           watch_browser)
 from evaluators.tasks import parse_task
 from tests.test_evaluator_browser import GOOD
@@ -91,6 +93,45 @@ def test_stopped_finds_the_stopped_processes_below_a_pid():
         top.wait()
 
 
+def test_read_tree_reads_state_cpu_and_role_of_each_process_below_once():
+    # A parent with two children: a "renderer" (by its command line) that burns CPU, and a
+    # stopped idle one. One reading must tell both apart, as the browser check uses it.
+    # It spins for 0.5 s of its own CPU time (not wall time: the test may run on busy cores).
+    spin = "import time\nwhile time.process_time() < 0.5: pass\ntime.sleep(60)"
+    code = ("import subprocess, sys, time; "
+            f"subprocess.Popen([sys.executable, '-c', {spin!r}, '--type=renderer']); "
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); "
+            "time.sleep(60)")
+    top = subprocess.Popen([sys.executable, "-c", code])
+    below = []
+    try:
+        for _ in range(100):
+            below = [pid for pid, _, _ in descendants(top.pid)]
+            if len(below) == 2:
+                break
+            time.sleep(0.05)
+        assert len(below) == 2, below
+        renderer, idle = sorted(below)
+        os.kill(idle, signal.SIGSTOP)
+        for _ in range(600):
+            procs = read_tree(top.pid)
+            if procs.get(renderer) and procs[renderer].cpu >= 0.45:
+                break
+            time.sleep(0.1)
+        assert set(procs) == {renderer, idle}
+        assert procs[renderer].renderer and not procs[idle].renderer
+        assert procs[idle].stopped and not procs[renderer].stopped
+        assert procs[renderer].cpu >= 0.45 > 0.2 > procs[idle].cpu
+        cpu, renderers = tree_cpu(top.pid)
+        assert renderers == {renderer} and set(cpu) == {renderer, idle}
+        assert read_tree(10 ** 9) == {}  # a pid that is gone: nothing, no error
+    finally:
+        for pid in below:
+            os.kill(pid, signal.SIGKILL)
+        top.kill()
+        top.wait()
+
+
 def test_a_browser_that_never_answers_is_called_stuck():
     # A deadlocked browser (a session whose questions never return) is reported once,
     # within the limit, and the watch ends; one that answers is left alone.
@@ -118,6 +159,49 @@ def test_a_browser_that_never_answers_is_called_stuck():
     assert (asked, ticks, len(stuck)) == (1, 1, 1) and "0 s" in stuck[0]
     asked, stuck, ticks = asyncio.run(run(silent=False))
     assert stuck == [] and asked >= 5 and ticks == asked
+
+
+def test_a_failing_periodic_check_does_not_end_the_watch():
+    # The check run at each watch (stopped processes, idle CPU) raising must not end the
+    # watch: the browser would never be asked again whether it answers.
+    class Session:
+        asked = 0
+
+        async def send(self, method):
+            Session.asked += 1
+            return {"product": "x"}
+
+    def broken_check():
+        raise OSError("a /proc read failed")
+
+    async def run():
+        stuck = []
+        watch = watch_browser(Session(), lambda: True, 0.05, 0.2, stuck.append,
+                              on_tick=broken_check)
+        try:
+            await asyncio.wait_for(watch, 0.6)
+        except asyncio.TimeoutError:
+            pass
+        return stuck
+
+    assert asyncio.run(run()) == [] and Session.asked >= 5
+
+
+def test_kill_with_a_mark_spares_a_process_that_does_not_carry_it():
+    # A browser's pid is only killed while the process still carries the browser's launch
+    # mark: after the browser ended, the pid may belong to another program.
+    mark = browser_mark()
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", mark])
+    try:
+        time.sleep(0.2)
+        kill(proc.pid, "test", mark=browser_mark())  # another browser's mark: spared
+        time.sleep(0.2)
+        assert proc.poll() is None
+        kill(proc.pid, "test", mark=mark)
+        assert proc.wait(timeout=10) == -signal.SIGKILL
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def _stop_while_probing(kind: str) -> tuple[dict, float, int, int]:
@@ -263,7 +347,7 @@ def test_a_retired_browser_that_does_not_close_is_killed():
                 await asyncio.Event().wait()
 
             gen.browser.close = hang
-            await _end(gen, limit_s=0.5)
+            await end_retired(gen, limit_s=0.5)
             for _ in range(50):
                 if state(gen.pid) in (None, "Z"):
                     break

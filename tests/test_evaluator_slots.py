@@ -121,3 +121,50 @@ def test_an_app_cannot_refuse_to_be_reset():
     same, dialogs, state = asyncio.run(run())
     assert same and state["moves"] == 0
     assert [d["type"] for d in dialogs] == ["beforeunload"]
+
+
+def test_cancelling_a_page_again_and_again_as_it_ends_still_puts_its_slot_back():
+    # The caller of a page is cancelled, then cancelled again every 50 ms while the page ends
+    # (as `aio.cancel_and_wait` does with a probe whose cancel may be swallowed); ending a
+    # page takes longer than that here (its browser check is slowed down). The slot must
+    # still be reset and reused, not left open and unaccounted for.
+    from evaluators.aio import cancel_and_wait
+
+    async def run():
+        worker = await BrowserWorker(_cfg(page_reuse=10)).start()
+        answered = worker._answered
+
+        async def slow_answered(gen):
+            await asyncio.sleep(0.5)
+            return await answered(gen)
+
+        worker._answered = slow_answered
+        opened = asyncio.Event()
+        pages = []
+
+        async def visit():
+            async with worker.page(READER) as (page, _watch, _ctx):
+                await page.goto(APP_URL, wait_until="load")
+                pages.append(page)
+                opened.set()
+                await asyncio.sleep(60)
+
+        try:
+            task = asyncio.ensure_future(visit())
+            await asyncio.wait_for(opened.wait(), 30)
+            await cancel_and_wait(task, every_s=0.05, rounds=100)
+            gen = worker._gen
+            for _ in range(100):  # the shielded end goes on after the caller is gone
+                if gen.idle:
+                    break
+                await asyncio.sleep(0.1)
+            idle = [s.page for s in gen.idle]
+            worker._answered = answered
+            second, _ = await _visit(worker, READER)
+            return pages[0], idle, second, len(gen.slots)
+        finally:
+            await worker.close()
+
+    first, idle, second, slots = asyncio.run(run())
+    assert idle == [first], "the cancelled page's slot was not put back"
+    assert second is first and slots == 1

@@ -116,6 +116,15 @@ async def judged(judge: Judge | None, task: Task | None, row: dict, rec: dict,
     return merge(row, {**err, "attempts": rec.get("attempts")})
 
 
+def _parent_gone(parent_pid: int) -> bool:
+    """Whether the pool process that started this worker has ended: its sentinel (a pipe
+    that closes as it dies, even before this worker's first look), else a new parent pid."""
+    parent = mp.parent_process()
+    if parent is not None:
+        return not parent.is_alive()
+    return os.getppid() != parent_pid
+
+
 async def _orphaned(worker: BrowserWorker) -> None:
     """Ends a worker whose pool process is gone (killed: its exit handlers never ran).
 
@@ -124,6 +133,8 @@ async def _orphaned(worker: BrowserWorker) -> None:
     the last apps left running in it, would stay up for good beside the next run.
     """
     log.warning("the pool process is gone: this worker closes its browser and exits")
+    # Exits even if closing hangs (on 3.11, wait_for waits for the close's own cancel).
+    threading.Timer(30, os._exit, (0,)).start()
     with contextlib.suppress(Exception):
         await asyncio.wait_for(worker.close(), 20)
     os._exit(0)
@@ -151,6 +162,7 @@ def _worker_main(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: mp.Que
 
 async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: mp.Queue,
                        outbox: queue.SimpleQueue, localizer: Localizer | None = None) -> None:
+    parent = os.getppid()  # before the browser starts: the pool may be killed meanwhile
     try:
         worker = await BrowserWorker(cfg.browser, make_mirror(cfg)).start()
     except Exception as e:  # noqa: BLE001 - reported to the parent, which decides
@@ -161,13 +173,11 @@ async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: 
     loop = asyncio.get_running_loop()
     running: set[asyncio.Task] = set()
 
-    parent = os.getppid()
-
     async def heartbeat() -> None:
         # Apps may wait long for CPU admission; the parent judges a worker by
         # whether its event loop still turns, not by how long an app takes.
         while True:
-            if os.getppid() != parent:
+            if _parent_gone(parent):
                 await _orphaned(worker)
             outbox.put(("beat", None, None))
             await asyncio.sleep(HEARTBEAT_S)

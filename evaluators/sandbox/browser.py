@@ -45,9 +45,11 @@ from playwright.async_api import Browser, BrowserContext, CDPSession, Page, asyn
 
 from evaluators.sandbox.app_server import APP_ORIGIN, APP_URL, AppServer, is_cdn_url
 from evaluators.config import BrowserConfig
-from evaluators.sandbox.processes import (CpuMeter, IdleBurn, answers, browser_mark,
-                                          browser_pid, kill, renderer_memory_args, state,
-                                          stopped, tree_cpu, watch_browser)
+from evaluators.sandbox.ending import (end_retired, on_crash, quietly, retrieve, stuck,
+                                       unstop)
+from evaluators.sandbox.processes import (CpuMeter, IdleBurn, answers, browser_mark, browser_pid,
+                                          kill, read_tree, renderer_memory_args,
+                                          watch_browser)
 from evaluators.sandbox.loading import enable_cpu_reading
 from evaluators.sandbox.quiet import QUIET_JS
 from evaluators.sandbox.seeded import seeded_random_js
@@ -183,6 +185,7 @@ class _Generation:
     idle: list = dataclasses.field(default_factory=list)
     watch: asyncio.Future | None = None  # `processes.watch_browser` of this browser
     pid: int | None = None  # its main process
+    mark: str | None = None  # the switch it was launched with (`processes.browser_mark`)
     unanswering: bool = False  # it stopped answering and was killed (`processes`)
     stops: int = 0  # its processes found stopped from outside, and killed
     burn: IdleBurn = dataclasses.field(default_factory=IdleBurn)
@@ -242,32 +245,36 @@ class BrowserWorker:
     async def _new_generation(self) -> _Generation:
         """Launches a browser, listens for its pages' crash reports and watches it answer."""
         mark = browser_mark()
-        gen = _Generation(await self._launch(mark))
+        gen = _Generation(await self._launch(mark), mark=mark)
         gen.pid = await asyncio.to_thread(browser_pid, mark)
         limit_ms = self.cfg.browser_answer_timeout_ms
         limit_s = None if limit_ms is None else limit_ms / 1000
         try:
             gen.session = await asyncio.wait_for(gen.browser.new_browser_cdp_session(), limit_s)
-            gen.session.on("Target.targetCrashed", lambda ev: _on_crash(gen, ev))
+            gen.session.on("Target.targetCrashed", lambda ev: on_crash(gen, ev))
             await asyncio.wait_for(
                 gen.session.send("Target.setDiscoverTargets", {"discover": True}), limit_s)
         except Exception as e:  # noqa: BLE001 - a browser we cannot watch is not used
             if isinstance(e, asyncio.TimeoutError):  # a silent browser would not close
-                kill(gen.pid, "it did not answer as it started")
-            await _quietly(asyncio.wait_for(gen.browser.close(), 10))
+                kill(gen.pid, "it did not answer as it started", mark=gen.mark)
+            await quietly(asyncio.wait_for(gen.browser.close(), 10))
             raise EvaluatorFault(f"could not watch the browser's pages: {e!r}") from e
         if limit_s is not None:
             gen.watch = asyncio.ensure_future(watch_browser(
                 gen.session, gen.browser.is_connected, min(5.0, limit_s / 3), limit_s,
-                on_stuck=lambda why: self._stuck(gen, why), on_tick=lambda: self._tick(gen)))
+                on_stuck=lambda why: stuck(gen, why), on_tick=lambda: self._tick(gen)))
         return gen
 
     def _tick(self, gen: _Generation) -> None:
         """At each watch of the browser: stopped processes, then CPU no open page uses."""
-        _unstop(gen)
-        if gen.pid is None or gen.unanswering or gen.draining:
+        if gen.pid is None or gen.unanswering:
             return
-        cpu, renderers = tree_cpu(gen.pid)
+        procs = read_tree(gen.pid)  # one walk of /proc for both checks
+        unstop(gen, procs)
+        if gen.unanswering or gen.draining:
+            return
+        cpu = {p: r.cpu for p, r in procs.items()}
+        renderers = {p for p, r in procs.items() if r.renderer}
         if not gen.burn.tick(cpu, renderers, gen.inflight, time.monotonic()):
             return
         if gen.idle:  # the likely culprits: close them all, they cost a new context each
@@ -282,12 +289,6 @@ class BrowserWorker:
             self._gen = None
             self._retire(gen, "CPU burns that no open page uses")
 
-    @staticmethod
-    def _stuck(gen: _Generation, why: str) -> None:
-        """Kills a browser that stopped answering: every call waiting on it fails at once."""
-        gen.draining = gen.unanswering = True
-        kill(gen.pid, why)
-
     async def _answered(self, gen: _Generation) -> bool:
         """Whether the browser still answers as a page of it ends (killed if it does not).
 
@@ -299,7 +300,7 @@ class BrowserWorker:
             return True
         # Asked even of a browser that is gone: the watch may have killed it meanwhile.
         if not gen.unanswering and not await answers(gen.session, limit_ms / 1000):
-            self._stuck(gen, "it did not answer as a page ended")
+            stuck(gen, "it did not answer as a page ended")
         return not gen.unanswering
 
     async def _admit(self) -> None:
@@ -343,12 +344,12 @@ class BrowserWorker:
         log.warning("replacing the browser: %s", why)
         gen.draining = True
         if gen.inflight == 0:
-            asyncio.ensure_future(_end(gen))
+            asyncio.ensure_future(end_retired(gen))
 
     def _release(self, gen: _Generation) -> None:
         gen.inflight -= 1
         if gen.draining and gen.inflight == 0 and gen is not self._gen:
-            asyncio.ensure_future(_end(gen))
+            asyncio.ensure_future(end_retired(gen))
 
     async def close(self) -> None:
         if self._gen is not None and self._gen.watch is not None:
@@ -442,9 +443,14 @@ class BrowserWorker:
             finally:
                 if slot is not None:
                     self._closed(slot.watch)
-                    _unstop(gen)
-                    answered = await self._answered(gen)
-                    await self._put_back(slot, gen)
+                    # Shielded: a cancel of the caller (repeated, by `aio.cancel_and_wait`)
+                    # must not cut the slot's reset or close short: the context would leak.
+                    end = asyncio.ensure_future(self._end_page(slot, gen))
+                    try:
+                        answered = await asyncio.shield(end)
+                    except asyncio.CancelledError:
+                        end.add_done_callback(retrieve)
+                        raise
                     if not answered:
                         raise EvaluatorFault("the browser stopped answering while this page "
                                              "was open: its verdicts are void")
@@ -452,6 +458,13 @@ class BrowserWorker:
                         raise EvaluatorFault("a process of the browser was stopped from "
                                              "outside while this page was open: its verdicts "
                                              "are void")
+
+    async def _end_page(self, slot: _Slot, gen: _Generation) -> bool:
+        """Puts a page's slot back (reset, or closed); whether the browser still answered."""
+        unstop(gen)
+        answered = await self._answered(gen)
+        await self._put_back(slot, gen)
+        return answered
 
     def _idle_slot(self, gen: _Generation) -> _Slot | None:
         """An idle slot whose renderer is alive (one may have been killed while it waited)."""
@@ -547,7 +560,7 @@ class BrowserWorker:
 
     def _popup(self, page: Page, watch: PageWatch) -> None:
         watch.popups.append(page.url)
-        asyncio.ensure_future(_quietly(page.close()))
+        asyncio.ensure_future(quietly(page.close()))
 
     def _dialog(self, dialog, watch: PageWatch) -> None:
         watch.dialogs.append({"type": dialog.type, "message": dialog.message[:500],
@@ -555,7 +568,7 @@ class BrowserWorker:
         # Leaving is always allowed: an app may not keep its page from being reset.
         accept = self.cfg.dialog_action == "accept" or dialog.type == "beforeunload"
         action = dialog.accept() if accept else dialog.dismiss()
-        asyncio.ensure_future(_quietly(action))
+        asyncio.ensure_future(quietly(action))
 
     async def _close_context(self, context: BrowserContext, gen: _Generation) -> None:
         try:
@@ -570,48 +583,6 @@ class BrowserWorker:
                     if gen is self._gen:
                         self._gen = None
                         self._retire(gen, f"{gen.stuck} contexts would not close")
-
-
-def _unstop(gen: _Generation) -> None:
-    """Kills the browser's processes that something outside stopped (`processes.stopped`).
-
-    Which page a stopped renderer served is not known here, so every page open meanwhile
-    is void (`BrowserWorker.page`): a few extra scorings, only when something stopped one.
-    """
-    if gen.pid is None or gen.unanswering:
-        return
-    if state(gen.pid) in ("T", "t"):  # the main process: no need to wait for its silence
-        BrowserWorker._stuck(gen, "it was stopped from outside")
-        return
-    for pid in stopped(gen.pid):
-        gen.stops += 1
-        kill(pid, "it was stopped from outside", what="a process of the browser")
-
-
-async def _end(gen: _Generation, limit_s: float = 30) -> None:
-    """Closes a retired browser; one that does not close within `limit_s` is killed.
-
-    Nothing watches a retired browser any more, so one left running (a close that hung)
-    would keep its renderers' work going for the rest of the run.
-    """
-    try:
-        await asyncio.wait_for(gen.browser.close(), limit_s)
-    except Exception as e:  # noqa: BLE001 - a timeout, or a close that failed
-        kill(gen.pid, f"it did not close when retired ({type(e).__name__})")
-
-
-def _on_crash(gen: _Generation, event: dict) -> None:
-    """Marks the slot whose page crashed (Target.targetCrashed), with Chromium's status."""
-    slot = gen.slots.get(event.get("targetId"))
-    if slot is not None:
-        slot.dead = True
-        slot.watch.crashed = True
-        slot.watch.crash_status = event.get("status") or "crashed"
-
-
-async def _quietly(awaitable) -> None:
-    with contextlib.suppress(Exception):
-        await awaitable
 
 
 def monotonic_ms() -> float:

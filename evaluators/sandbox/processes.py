@@ -26,6 +26,7 @@ browser crash (an evaluator fault, never the response's).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 import shutil
@@ -131,30 +132,47 @@ def stopped(pid: int, proc: Path = Path("/proc")) -> list[int]:
     return [p for p in below(pid, proc) if state(p, proc) in ("T", "t")]
 
 
-def cpu_seconds(pid: int, proc: Path = Path("/proc")) -> float | None:
-    """CPU seconds a process has used (user + system, all its threads), None if gone."""
-    try:
-        with open(proc / str(pid) / "stat", encoding="ascii", errors="replace") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / _TICKS
-    except (OSError, IndexError, ValueError):
-        return None
+@dataclasses.dataclass(frozen=True)
+class Reading:
+    """One process below a browser, read once from ``/proc``.
+
+    Attributes:
+        state: The state letter (``T`` or ``t``: stopped).
+        cpu: CPU seconds used so far (user + system, all threads).
+        renderer: Whether it is a renderer (``--type=renderer`` on its command line).
+    """
+
+    state: str
+    cpu: float
+    renderer: bool
+
+    @property
+    def stopped(self) -> bool:
+        return self.state in ("T", "t")
+
+
+def read_tree(pid: int, proc: Path = Path("/proc")) -> dict[int, Reading]:
+    """Every process below the browser `pid`, each read once: one walk serves the browser's
+    periodic check (stopped processes, then CPU no open page uses). Gone ones are left out."""
+    out = {}
+    for p in below(pid, proc):
+        try:
+            with open(proc / str(p) / "stat", encoding="ascii", errors="replace") as f:
+                # The command name in parentheses may hold spaces and parentheses.
+                fields = f.read().rsplit(")", 1)[1].split()
+            cpu = (int(fields[11]) + int(fields[12])) / _TICKS
+            argv = (proc / str(p) / "cmdline").read_bytes().split(b"\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        out[p] = Reading(fields[0], cpu, b"--type=renderer" in argv)
+    return out
 
 
 def tree_cpu(pid: int, proc: Path = Path("/proc")) -> tuple[dict[int, float], set[int]]:
     """CPU seconds so far of each process below the browser `pid`, and which are renderers."""
-    cpu, renderers = {}, set()
-    for p in below(pid, proc):
-        seconds = cpu_seconds(p, proc)
-        if seconds is None:
-            continue
-        cpu[p] = seconds
-        try:
-            if b"--type=renderer" in (proc / str(p) / "cmdline").read_bytes().split(b"\0"):
-                renderers.add(p)
-        except OSError:
-            continue
-    return cpu, renderers
+    readings = read_tree(pid, proc)
+    return ({p: r.cpu for p, r in readings.items()},
+            {p for p, r in readings.items() if r.renderer})
 
 
 class IdleBurn:
@@ -198,13 +216,28 @@ class IdleBurn:
         return False
 
 
-def kill(pid: int | None, why: str, what: str = "the browser") -> None:
-    """SIGKILLs a process of the browser (its main one: its renderers end with it)."""
+def launched_with(pid: int, mark: str, proc: Path = Path("/proc")) -> bool:
+    """Whether the live process `pid` carries `mark` (`browser_mark`) on its command line."""
+    try:
+        return mark.encode() in (proc / str(pid) / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+
+
+def kill(pid: int | None, why: str, what: str = "the browser", mark: str | None = None) -> None:
+    """SIGKILLs a process of the browser (its main one: its renderers end with it).
+
+    With `mark`, only while `pid` still carries it: a browser that ended on its own was
+    reaped by the driver, and its pid may since belong to another program of the machine.
+    """
+    if pid is not None and mark is not None and not launched_with(pid, mark):
+        log.info("not killing pid %s (%s): it is not %s any more", pid, why, what)
+        return
     log.warning("killing %s (pid %s): %s", what, pid, why)
     if pid is not None:
         try:
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
+        except OSError:  # gone already, or (reused) not ours to signal
             pass
 
 
@@ -225,7 +258,10 @@ async def watch_browser(session, connected, every_s: float, limit_s: float,
         if not connected():
             return
         if on_tick is not None:
-            on_tick()
+            try:
+                on_tick()
+            except Exception:  # noqa: BLE001 - a failed check must not end the watch
+                log.exception("the browser's periodic check failed; the watch goes on")
         if not await answers(session, limit_s):
             on_stuck(f"it did not answer within {limit_s:.0f} s")
             return
