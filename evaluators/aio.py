@@ -18,12 +18,15 @@ log = logging.getLogger(__name__)
 
 
 async def cancel_and_wait(*tasks: asyncio.Future, every_s: float = 0.5,
-                          rounds: int = 20) -> None:
+                          rounds: int = 20) -> set[asyncio.Future]:
     """Cancels ``tasks`` and waits until they end, cancelling again those that go on.
 
     After ``rounds`` rounds of ``every_s`` seconds the tasks still running are left (and
     logged): a caller is never held for longer than that. The results and exceptions of
     the tasks that ended are retrieved, so none is reported as never retrieved.
+
+    Returns:
+      The tasks left running (empty when all ended): what they hold is still in use.
     """
     pending = {t for t in tasks if t is not None}
     for _ in range(rounds):
@@ -37,3 +40,4 @@ async def cancel_and_wait(*tasks: asyncio.Future, every_s: float = 0.5,
             t.exception()
     if pending:
         log.warning("%d task(s) went on after %d cancels; left running", len(pending), rounds)
+    return pending

@@ -24,14 +24,14 @@ def test_a_task_that_swallows_cancels_still_ends_and_one_that_never_ends_is_left
         two = asyncio.ensure_future(stubborn(2))
         done = asyncio.ensure_future(asyncio.sleep(0))
         await asyncio.sleep(0.01)
-        await asyncio.wait_for(cancel_and_wait(two, done, every_s=0.05), 5)
+        assert await asyncio.wait_for(cancel_and_wait(two, done, every_s=0.05), 5) == set()
         assert two.cancelled() and done.done()
         # gather() would wait for ever on such a task: here the wait ends after its rounds.
         never = asyncio.ensure_future(stubborn(10 ** 9))
         await asyncio.sleep(0.01)
         loop = asyncio.get_running_loop()
         t0 = loop.time()
-        await cancel_and_wait(never, every_s=0.02, rounds=5)
+        assert await cancel_and_wait(never, every_s=0.02, rounds=5) == {never}
         assert not never.done() and loop.time() - t0 < 1.0
         stop.set()  # the test leaves nothing behind
         never.cancel()

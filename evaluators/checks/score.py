@@ -318,7 +318,8 @@ async def _guarded(runner: ProbeRunner, hang_timeout_ms: int, cov: Coverage | No
         return await probe  # the watchdog gave up on a closed page: the probe reports
     finally:
         # Not gather(): a cancel can be swallowed by the watchdog's wait_for (`aio`).
-        await cancel_and_wait(probe, dog)
+        if await cancel_and_wait(probe, dog):
+            runner.watch.hung = True  # still acting on the page: close it, never reuse it
 
 
 def _gate_rubric(task: Task) -> int | None:
