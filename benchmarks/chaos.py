@@ -21,8 +21,9 @@ For each run: records returned (all must come back, in input order), evaluator e
 each record's gate and reward) differing from the calm run's, for the non-hostile and the
 hostile apps, kills by kind and wall time. Differing verdicts are listed by name.
 
-Each pass's records go to ``--out`` (``calm.jsonl``, ``chaos.jsonl``, ``ray.jsonl``, with the
-commit and sample they came from), so that a long run can be split: ``--passes calm`` first,
+Each pass's records, cut to what the passes compare (`compact`: verdicts, gate, reward,
+status; no answer, no diagnostics), go to ``--out`` (``calm.jsonl``, ``chaos.jsonl``,
+``ray.jsonl``, with the commit and sample they came from), so that a long run can be split: ``--passes calm`` first,
 then ``--passes chaos ray``, which reads the calm pass back when it was made by the same code.
 
 Run:
@@ -219,7 +220,7 @@ def _row(name: str, rows: list[dict], out: list[dict], wall: float, calm: dict |
          kills: dict, diffs: list[str]) -> list:
     in_order = len(out) == len(rows) and all(o.get("name") == r["name"] for o, r in zip(out, rows))
     errors = sum(o["status"] == "error" for o in out)
-    diffs.extend(f"{name}: evaluator error for {o['name']}: {o['error'].splitlines()[0][:200]}"
+    diffs.extend(f"{name}: evaluator error for {o['name']}: {(o.get('error') or '?').splitlines()[0][:200]}"
                  for o in out if o["status"] == "error")
     real = hostile = "-"
     if calm is not None:
@@ -242,10 +243,21 @@ def _saved(path: Path, head: dict) -> tuple[list[dict], dict] | None:
     return lines[1:-1], lines[-1]
 
 
+def compact(record: dict) -> dict:
+    """What a later pass compares of a record (`verdicts`, `_row`): no response, no
+    diagnostics, so that a saved pass is small and holds none of the benchmark's answers."""
+    out = {k: record.get(k) for k in ("name", "status", "gate", "reward")}
+    out["rubrics"] = [{"id": v["id"], "verdict": v["verdict"], "ran": v.get("ran", True)}
+                      for v in record.get("rubrics") or ()]
+    if record.get("status") == "error":
+        out["error"] = ((record.get("error") or "").strip().splitlines() or ["(no message)"])[0][:500]
+    return out
+
+
 def _save(path: Path, head: dict, records: list[dict], foot: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as f:
-        for line in (head, *records, {**foot, "done": True}):
+        for line in (head, *map(compact, records), {**foot, "done": True}):
             f.write(json.dumps(line) + "\n")
 
 
