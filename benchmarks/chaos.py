@@ -23,8 +23,9 @@ hostile apps, kills by kind and wall time. Differing verdicts are listed by name
 
 Each pass's records, cut to what the passes compare (`compact`: verdicts, gate, reward,
 status; no answer, no diagnostics), go to ``--out`` (``calm.jsonl``, ``chaos.jsonl``,
-``ray.jsonl``, with the commit and sample they came from), so that a long run can be split: ``--passes calm`` first,
-then ``--passes chaos ray``, which reads the calm pass back when it was made by the same code.
+``ray.jsonl``, with the commit and sample they came from), so that a long run can be split:
+``--passes calm`` first, then ``--passes chaos ray``, which reads the calm pass back when it
+was made by the same code.
 
 Run:
   python benchmarks/chaos.py [--apps 1000] [--kill-every 20] [--stop-share 0.25] [--workers 2]
