@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -61,20 +62,27 @@ def test_browser_pid_finds_the_main_process_by_its_mark():
             p.wait()
 
 
+def _two_below(pid: int) -> list[int]:
+    """The two processes below `pid`, once both have started (within 5 s)."""
+    below: list[int] = []
+    for _ in range(100):
+        below = [p for p, _, _ in descendants(pid)]
+        if len(below) == 2:
+            break
+        time.sleep(0.05)
+    assert len(below) == 2, below
+    return below
+
+
 def test_stopped_finds_the_stopped_processes_below_a_pid():
     # A parent with a child and a grandchild; only the stopped grandchild is reported.
     code = ("import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
             "\"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', "
             "'import time; time.sleep(60)']); time.sleep(60)\"]); time.sleep(60)")
     top = subprocess.Popen([sys.executable, "-c", code])
+    below = []
     try:
-        below = []
-        for _ in range(100):
-            below = [pid for pid, _, _ in descendants(top.pid)]
-            if len(below) == 2:
-                break
-            time.sleep(0.05)
-        assert len(below) == 2, below
+        below = _two_below(top.pid)
         assert stopped(top.pid) == []
         leaf = max(below)  # started last
         os.kill(leaf, signal.SIGSTOP)
@@ -105,13 +113,10 @@ def test_read_tree_reads_state_cpu_and_role_of_each_process_below_once():
     top = subprocess.Popen([sys.executable, "-c", code])
     below = []
     try:
-        for _ in range(100):
-            below = [pid for pid, _, _ in descendants(top.pid)]
-            if len(below) == 2:
-                break
-            time.sleep(0.05)
-        assert len(below) == 2, below
-        renderer, idle = sorted(below)
+        below = _two_below(top.pid)
+        (renderer,) = [p for p in below
+                       if b"--type=renderer" in Path(f"/proc/{p}/cmdline").read_bytes()]
+        (idle,) = set(below) - {renderer}
         os.kill(idle, signal.SIGSTOP)
         for _ in range(600):
             procs = read_tree(top.pid)
