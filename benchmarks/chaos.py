@@ -221,7 +221,8 @@ def _row(name: str, rows: list[dict], out: list[dict], wall: float, calm: dict |
          kills: dict, diffs: list[str]) -> list:
     in_order = len(out) == len(rows) and all(o.get("name") == r["name"] for o, r in zip(out, rows))
     errors = sum(o["status"] == "error" for o in out)
-    diffs.extend(f"{name}: evaluator error for {o['name']}: {(o.get('error') or '?').splitlines()[0][:200]}"
+    diffs.extend(f"{name}: evaluator error for {o['name']}: "
+                 f"{(o.get('error') or '?').splitlines()[0][:200]}"
                  for o in out if o["status"] == "error")
     real = hostile = "-"
     if calm is not None:
@@ -251,7 +252,8 @@ def compact(record: dict) -> dict:
     out["rubrics"] = [{"id": v["id"], "verdict": v["verdict"], "ran": v.get("ran", True)}
                       for v in record.get("rubrics") or ()]
     if record.get("status") == "error":
-        out["error"] = ((record.get("error") or "").strip().splitlines() or ["(no message)"])[0][:500]
+        lines = (record.get("error") or "").strip().splitlines() or ["(no message)"]
+        out["error"] = lines[0][:500]
     return out
 
 

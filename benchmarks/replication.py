@@ -195,7 +195,8 @@ def arm_summary(wd: Path) -> dict:
     """What the report needs from one finished arm's workdir (its result, held-out records
     and RL metrics)."""
     result = json.loads((wd / "result.json").read_text())
-    records = [json.loads(x) for x in (wd / "eval" / "rl" / "records.jsonl").read_text().splitlines()]
+    lines = (wd / "eval" / "rl" / "records.jsonl").read_text().splitlines()
+    records = [json.loads(x) for x in lines]
     first = first_rl_step(wd)
     rl = [r for r in metrics(wd) if r["step"] >= first]
     return {"sft": result["sft"], "rl": result["rcca"], "tasks": task_rewards(records),
@@ -221,7 +222,9 @@ def _finished(wd: Path, flags: list[str]) -> dict | None:
 
 def _has_sft(wd: Path) -> bool:
     """Whether an arm's run is still on disk to fork others from (metrics, SFT checkpoint)."""
-    return (wd / "metrics.jsonl").exists() and (wd / "checkpoints" / str(first_rl_step(wd))).exists()
+    if not (wd / "metrics.jsonl").exists():
+        return False
+    return (wd / "checkpoints" / str(first_rl_step(wd))).exists()
 
 
 def run_seed(seed: int, args) -> dict[str, dict]:
@@ -331,7 +334,8 @@ def main() -> None:
             + ("" if args.report else f", this call {(time.monotonic() - t0) / 60:.0f} min") + "\n")
     (out / "replication.md").write_text(text)
     drew = figure(runs, out / "replication.png")
-    print(text + (f"\nfigure: {out / 'replication.png'}" if drew else "\n(no matplotlib: no figure)"))
+    print(text + (f"\nfigure: {out / 'replication.png'}" if drew
+                  else "\n(no matplotlib: no figure)"))
 
 
 if __name__ == "__main__":
