@@ -168,13 +168,6 @@ def read_tree(pid: int, proc: Path = Path("/proc")) -> dict[int, Reading]:
     return out
 
 
-def tree_cpu(pid: int, proc: Path = Path("/proc")) -> tuple[dict[int, float], set[int]]:
-    """CPU seconds so far of each process below the browser `pid`, and which are renderers."""
-    readings = read_tree(pid, proc)
-    return ({p: r.cpu for p, r in readings.items()},
-            {p for p, r in readings.items() if r.renderer})
-
-
 class IdleBurn:
     """Tells when a browser's processes burn CPU that no open page accounts for.
 
@@ -199,7 +192,8 @@ class IdleBurn:
 
     def tick(self, cpu: dict[int, float], renderers: set[int], pages_open: int,
              now: float) -> bool:
-        """Takes a reading (`tree_cpu`) at `now` (seconds); True when CPU burns unaccounted."""
+        """Takes a reading (CPU seconds and renderers, from `read_tree`) at `now` (seconds);
+        True when CPU burns unaccounted."""
         last, t = self._last, self._t
         self._last, self._t = cpu, now
         if t is None or now <= t:
