@@ -330,6 +330,48 @@ def test_a_renderer_killed_from_outside_is_the_evaluators_fault():
     assert (rec["status"], rec["reward"], rec["attempts"]) == ("ok", 1.0, 2), rec["rubrics"]
 
 
+def test_a_retry_keeps_what_ended_before_the_hit_and_runs_only_the_rest(monkeypatch):
+    # Attempts voided by outside hits: the fast rubric (and gate E, decided on its page)
+    # ended before the kill; the retry runs only the slow one. With no retries allowed, an
+    # attempt that kept something still earns the next one; before, this row was an error.
+    import evaluators.checks.score as score
+    fast = {"steps": [{"expect": "text", "locator": "#count", "value": "0"}], "timeout_ms": 3000}
+    slow = {"steps": [{"wait_ms": 4000}, {"expect": "text", "locator": "#count", "value": "0"}],
+            "timeout_ms": 3000}
+    task = parse_task({"id": "two", "prompt": "p", "rubrics": [
+        {"id": "fast", "text": "x", "kind": "dynamic", "importance": "core", "probe": fast},
+        {"id": "slow", "text": "y", "kind": "dynamic", "importance": "core", "probe": slow}]})
+    cfg = dataclasses.replace(CFG, retries=0, browser=dataclasses.replace(
+        CFG.browser, decide_when_quiet=False))
+    runs = []
+    real = score.run_rubric
+
+    async def counted(worker, rubric, *a, **kw):
+        runs.append(rubric.id)
+        return await real(worker, rubric, *a, **kw)
+
+    monkeypatch.setattr(score, "run_rubric", counted)
+
+    async def run():
+        worker = await BrowserWorker(cfg.browser, make_mirror(cfg)).start()
+        try:
+            scoring = asyncio.ensure_future(score_rows_async(
+                [{"task_id": "two", "response": GOOD}], {"two": task}, cfg, worker=worker))
+            await asyncio.sleep(2.5)  # the fast probe has ended; the slow one waits
+            victims = list(_renderers())
+            assert victims
+            for pid in victims:
+                os.kill(pid, 9)
+            return await scoring
+        finally:
+            await worker.close()
+
+    (rec,) = asyncio.run(run())
+    assert (rec["status"], rec["reward"], rec["attempts"]) == ("ok", 1.0, 2), rec
+    assert runs == ["fast", "slow", "slow"], runs
+    assert [v["verdict"] for v in rec["rubrics"]] == ["pass", "pass"]
+
+
 def test_leaving_while_loading_fails_gate_e_at_once():
     # A form submitted from an inline script aborts the app's own load; the sandbox blocks
     # the navigation, and the load event never comes: gate E fails without waiting out

@@ -25,17 +25,12 @@ from evaluators.checks.diagnostics import (Frames, caused, error_diagnostic, fai
                                    link_causes, watch_diagnostics)
 from evaluators.checks.extract import Extraction, extract_app
 from evaluators.checks.probes import ProbeRunner, StepFailure
+from evaluators.checks.record import OUTPUT_FIELDS, Kept, error_record, merge  # noqa: F401
+from evaluators.checks.record import verdict as _verdict
 from evaluators.checks.reward import gated_reward
 from evaluators.checks.source import Deadline, SourceTimeout, source_diagnostics
 from evaluators.checks.steps import ProbeError, check_probe, compared_saves
 from evaluators.tasks import Rubric, Task
-
-
-def _verdict(rubric: Rubric, verdict: str, **kw) -> dict:
-    rec = {"id": rubric.id, "verdict": verdict, "importance": rubric.importance,
-           "kind": rubric.kind, "severity": None, "failed_step": None, "message": None}
-    rec.update(kw)
-    return rec
 
 
 class _GateFailed(Exception):
@@ -362,12 +357,16 @@ def _check_source(extraction: Extraction, cfg: EvalConfig) -> tuple[list[dict], 
 
 
 async def score_response(worker: BrowserWorker, task: Task, response: str,
-                         cfg: EvalConfig) -> dict:
+                         cfg: EvalConfig, kept: Kept | None = None) -> dict:
     """Scores one response. Raises EvaluatorFault when the evaluator itself fails.
+
+    Args:
+      kept: decisions of earlier attempts (`Kept`), reused; this attempt's are added to it.
 
     Returns:
       The scoring fields of the output record (no input fields, no status).
     """
+    kept = Kept() if kept is None else kept
     timings: dict[str, float] = {}
     t = time.perf_counter()
     extraction = extract_app(response)
@@ -386,8 +385,14 @@ async def score_response(worker: BrowserWorker, task: Task, response: str,
         return _record(task, extraction, gate, _not_run(task, gate), diags, timings, cfg)
 
     t = time.perf_counter()
-    ok, runtime_diags, first_run, gate_rerun = await _decide_runtime(worker, task, extraction,
-                                                                     cfg, frames)
+    decided = kept.kept_gate()
+    if decided is not None:
+        (ok, runtime_diags, gate_rerun), first_run = decided, None
+    else:
+        ok, runtime_diags, first_run, gate_rerun = await _decide_runtime(
+            worker, task, extraction, cfg, frames)
+        if first_run is None:  # decided on pages that ended: it stands
+            kept.keep_gate((ok, runtime_diags, gate_rerun))
     timings["runtime_ms"] = round((time.perf_counter() - t) * 1000, 1)
     diags.extend(runtime_diags)
     if not ok:
@@ -400,11 +405,13 @@ async def score_response(worker: BrowserWorker, task: Task, response: str,
 
     t = time.perf_counter()
     first = _gate_rubric(task) if first_run is not None else None
-    results = await asyncio.gather(*(
-        first_run if i == first else run_rubric(worker, r, extraction, cfg, frames)
-        for i, r in enumerate(task.rubrics)))
+    got = await asyncio.gather(*(
+        first_run if i == first else _kept_or_run(kept, i, worker, r, extraction, cfg, frames)
+        for i, r in enumerate(task.rubrics)), return_exceptions=True)
+    _keep(kept, got, first, (ok, runtime_diags, gate_rerun))
+    results = list(got)
     if cfg.browser.rerun_contended_timeouts:
-        results = await _rerun_contended(worker, task, list(results), extraction, cfg, frames)
+        results = await _rerun_contended(worker, task, results, extraction, cfg, frames, kept)
     timings["rubrics_ms"] = round((time.perf_counter() - t) * 1000, 1)
     rubrics = [o.record for o in results]
     for o in results:
@@ -420,6 +427,30 @@ async def score_response(worker: BrowserWorker, task: Task, response: str,
             message="uncaught exception during an interaction step of a core rubric").to_json(),
             cause))
     return _record(task, extraction, gate, rubrics, diags, timings, cfg, gate_rerun)
+
+
+async def _kept_or_run(kept: Kept, i: int, worker: BrowserWorker, rubric: Rubric,
+                       extraction: Extraction, cfg: EvalConfig,
+                       frames: Frames) -> ProbeOutcome | None:
+    """Rubric `i`'s outcome from an earlier attempt, else its probe's run now."""
+    outcome = kept.kept(i)
+    if outcome is not None:
+        return outcome
+    return await run_rubric(worker, rubric, extraction, cfg, frames)
+
+
+def _keep(kept: Kept, got: list, first: int | None,
+          gate: tuple[bool, list[dict], dict | None]) -> None:
+    """Keeps the outcomes of the probes that ended (their pages ended cleanly), and gate E's
+    decision once the page it was decided on ended; then raises the first failure."""
+    for i, o in enumerate(got):
+        if isinstance(o, ProbeOutcome):
+            kept.keep(i, o)
+    if first is not None and not isinstance(got[first], BaseException):
+        kept.keep_gate(gate)
+    failed = next((o for o in got if isinstance(o, BaseException)), None)
+    if failed is not None:
+        raise failed
 
 
 async def _decide_runtime(worker: BrowserWorker, task: Task, extraction: Extraction,
@@ -466,8 +497,8 @@ async def _decide_runtime(worker: BrowserWorker, task: Task, extraction: Extract
 
 
 async def _rerun_contended(worker: BrowserWorker, task: Task, results: list[ProbeOutcome],
-                           extraction: Extraction, cfg: EvalConfig,
-                           frames: Frames) -> list[ProbeOutcome]:
+                           extraction: Extraction, cfg: EvalConfig, frames: Frames,
+                           kept: Kept) -> list[ProbeOutcome]:
     """Runs once more, alone in the browser, each probe that timed out beside other pages.
 
     A heavy app's probes side by side can starve each other past the time limit where
@@ -485,6 +516,7 @@ async def _rerun_contended(worker: BrowserWorker, task: Task, results: list[Prob
             "reason": "timed out while other pages shared the CPU; run again alone",
             "first_message": first["message"], "first_duration_ms": first.get("duration_ms")}
         results[i] = again
+        kept.keep(i, again)
         if again.timed_out:
             break
     return results
@@ -510,45 +542,26 @@ def _record(task: Task, extraction: Extraction | None, gate: str | None, rubrics
     }
 
 
-def error_record(task: Task | None, message: str) -> dict:
-    """The record of a response the evaluator could not score (status `error`)."""
-    return {
-        "reward": None, "gate": None, "status": "error", "error": message[:4000],
-        "rubrics": [] if task is None else [
-            _verdict(r, "error", message="evaluator failure", error_source="evaluator")
-            for r in task.rubrics],
-        "rubric_counts": {"pass": 0, "fail": 0, "error": 0 if task is None else len(task.rubrics),
-                          "unjudged": 0},
-        "diagnostics": [], "extraction": None, "timings": {}, "schema_version": SCHEMA_VERSION,
-    }
-
-
-# Fields the scorer writes: an input field of the same name is replaced, never mixed in.
-OUTPUT_FIELDS = ("reward", "gate", "status", "error", "rubrics", "rubric_counts", "diagnostics",
-                 "extraction", "timings", "schema_version", "attempts")
-
-
-def merge(row: dict, scored: dict) -> dict:
-    """The output record: the input row's own fields, then the scoring fields."""
-    return {**{k: v for k, v in row.items() if k not in OUTPUT_FIELDS}, **scored}
-
-
 async def score_with_retries(worker: BrowserWorker, task: Task | None, row: dict,
                              cfg: EvalConfig) -> dict:
     """Scores one input row; always returns exactly one record, never raises."""
     if task is None:
         rec = error_record(None, f"unknown task_id {row.get('task_id')!r}")
         return merge(row, {**rec, "attempts": 0})
-    last = ""
-    for attempt in range(cfg.retries + 1):
+    last, kept, attempt, barren = "", Kept(), 0, 0
+    # An attempt that kept a decision moved the row forward and is not counted against
+    # `retries`; there can be at most one such attempt per rubric and one for gate E.
+    while barren <= cfg.retries:
+        attempt, before = attempt + 1, len(kept)
         t0 = time.perf_counter()
         try:
-            out = await score_response(worker, task, row["response"], cfg)
+            out = await score_response(worker, task, row["response"], cfg, kept)
             out["timings"]["total_ms"] = round((time.perf_counter() - t0) * 1000, 1)
-            out["attempts"] = attempt + 1
+            out["attempts"] = attempt
             return merge(row, out)
         except EvaluatorFault as e:
             last = f"evaluator fault: {e}"
         except Exception:  # noqa: BLE001 - whatever broke is ours, not the response's
             last = "evaluator exception:\n" + traceback.format_exc(limit=8)
-    return merge(row, {**error_record(task, last), "attempts": cfg.retries + 1})
+        barren += len(kept) == before
+    return merge(row, {**error_record(task, last), "attempts": attempt})
