@@ -216,12 +216,13 @@ class EvalConfig:
       run_rubrics_after_gate_failure: still run every probe when gate S or E
         failed, so each rubric gets a verdict (for benchmarks that compare
         verdicts); the reward stays gated either way.
-      retries: how often a response whose scoring hit an evaluator fault
-        (browser died) is scored again before it gets status `error`. A fault
-        voids every page open on that browser, so on a fleet where processes
-        die (the OOM killer, an operator, `benchmarks/chaos.py`) one retry
-        left about one row in a hundred as an error; two make that rare, and
-        cost nothing where nothing dies.
+      retries: how many attempts at a response may end in an evaluator fault
+        (browser died or stopped, renderer killed from outside) without any new
+        decision before it gets status `error`. A fault voids only the pages
+        open on that browser at the moment: gate E and the probes that had ended
+        are kept (`checks.record.Kept`) and a retry runs the rest, and an attempt
+        that kept something is not counted (at most one per rubric, one for
+        gate E). Costs nothing where nothing dies.
       source_time_limit_ms: gate S, the whole source check (the HTML parse and
         every inline script and stylesheet), runs in a thread of its own and
         must end within this; past it the response fails gate S (a

@@ -28,8 +28,9 @@ from evaluators.fleet import pool as pool_mod
 from evaluators.fleet.pool import make_mirror, score_rows_async
 from evaluators.sandbox.browser import BrowserWorker, EvaluatorFault
 from evaluators.sandbox.ending import end_retired
-from evaluators.sandbox.processes import (IdleBurn, browser_mark, browser_pid, kill,
-                                          read_tree, state, stopped, watch_browser)
+from evaluators.sandbox.processes import (IdleBurn, browser_mark, browser_pid, cpu_waits, kill,
+                                          read_tree, state, stopped, waited_since,
+                                          watch_browser)
 from evaluators.tasks import parse_task
 from tests.test_evaluator_browser import GOOD
 
@@ -96,6 +97,38 @@ def test_stopped_finds_the_stopped_processes_below_a_pid():
     finally:
         for pid in below:
             os.kill(pid, signal.SIGKILL)
+        top.kill()
+        top.wait()
+
+
+def test_cpu_waits_reads_the_run_delay_of_renderers_and_gpu_only():
+    # Two "renderers" spinning on one shared CPU each wait for it while the other runs; an
+    # idle "utility" is not read. Pinned to one CPU so the waits happen on any machine.
+    cpu = sorted(os.sched_getaffinity(0))[0]
+    spin = (f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\n"
+            "while time.process_time() < 0.6: pass\ntime.sleep(60)")
+    code = ("import subprocess, sys, time; "
+            f"[subprocess.Popen([sys.executable, '-c', {spin!r}, t]) "
+            "for t in ('--type=renderer', '--type=gpu-process')]; "
+            "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)', "
+            "'--type=utility']); time.sleep(60)")
+    top = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        start, waits = {}, {}
+        for _ in range(300):
+            waits = cpu_waits(top.pid)
+            if len(waits) == 2 and not start:
+                start = waits
+            if waited_since({}, waits) >= 0.4:
+                break
+            time.sleep(0.1)
+        assert len(waits) == 2, waits  # the utility process is left out
+        assert waited_since({}, waits) >= 0.4, waits
+        assert waited_since(waits, start) == 0.0  # never negative
+    finally:
+        for p in [q for q, _, _ in descendants(top.pid)]:
+            with contextlib.suppress(OSError):
+                os.kill(p, signal.SIGKILL)
         top.kill()
         top.wait()
 

@@ -64,9 +64,10 @@ def test_timeouts_beside_other_pages_run_again_alone():
     assert slow0["verdict"] == slow2["verdict"] == "fail"
     # The rerun decides no gate, so its limit is the plain probe limit; the first run's page
     # decided gate E, and its limit had the settling time on top.
-    assert slow0["message"] == "the probe timed out after 1500 ms"
+    # Alone, the time its browser waited for a CPU (if any on this machine) is given back.
+    assert slow0["message"].startswith("the probe timed out after 1500 ms"), slow0["message"]
     assert slow0["rerun"] == {
-        "reason": "timed out while other pages shared the CPU; run again alone",
+        "reason": "timed out while other pages or other work shared the CPU; run again alone",
         "first_message": "the probe timed out after 1800 ms",
         "first_duration_ms": slow0["rerun"]["first_duration_ms"]}
     assert slow0["rerun"]["first_duration_ms"] >= 1500
@@ -95,7 +96,9 @@ def test_waiting_for_a_missing_element_until_the_limit_is_a_missing_element():
         assert v["failed_step"] == 0
 
 
-def test_a_timeout_alone_is_not_run_again():
+def test_a_timeout_alone_is_not_run_again(monkeypatch):
+    import evaluators.sandbox.processes as processes
+    monkeypatch.setattr(processes, "cpu_stall_s", lambda: 0.0)  # nothing else wanted the CPU
     rec, pages = _score(_task(SLOW))
     assert pages == 1
     (v,) = rec["rubrics"]
@@ -184,7 +187,7 @@ def test_a_gate_timed_out_beside_other_pages_is_decided_again_alone():
     # Hung beside the other app's page, then hung alone too: the second decision stands.
     assert hung["gate"] == "runtime" and hung["reward"] == 0.1
     assert hung["runtime_rerun"] == {
-        "reason": "timed out while other pages shared the CPU; decided again alone",
+        "reason": "timed out while other pages or other work shared the CPU; decided again alone",
         "first_message": "the page stopped answering after load (no reply in 2000 ms)"}
     assert hung["diagnostics"][0]["reason"] == "hang"
     assert pages == 3  # each app's probe page, then the hung app's gate page alone
@@ -194,9 +197,20 @@ def test_a_gate_timed_out_beside_other_pages_is_decided_again_alone():
     assert not jsonschema.Draft202012Validator(schema).is_valid(bad)
 
 
-def test_a_gate_timed_out_alone_is_not_decided_again():
+def test_a_gate_timed_out_alone_is_not_decided_again(monkeypatch):
+    import evaluators.sandbox.processes as processes
+    monkeypatch.setattr(processes, "cpu_stall_s", lambda: 0.0)  # nothing else wanted the CPU
     (hung,), pages = _score_rows([HUNG])
     assert hung["gate"] == "runtime" and "runtime_rerun" not in hung and pages == 1
+
+
+def test_a_gate_timed_out_alone_while_the_cpu_was_contended_is_decided_again(monkeypatch):
+    import time
+    import evaluators.sandbox.processes as processes
+    monkeypatch.setattr(processes, "cpu_stall_s", time.monotonic)  # waits all along
+    (hung,), pages = _score_rows([HUNG])
+    assert hung["gate"] == "runtime" and pages == 2
+    assert hung["runtime_rerun"]["first_message"].startswith("the page stopped answering")
 
 
 def test_no_gate_rerun_when_switched_off():
@@ -259,3 +273,38 @@ def test_without_a_cpu_limit_the_same_loop_is_decided_again_alone():
         BUSY_CFG.browser, busy_limit_ms=None, hang_timeout_ms=2000))
     (busy, _good), pages = _scored([HUNG, GOOD["response"]], _task(FAST), cfg)
     assert busy["gate"] == "runtime" and "runtime_rerun" in busy and pages == 3
+
+
+def test_a_timeout_while_the_machine_was_starved_runs_again_alone(monkeypatch):
+    # The only page of its browser, but tasks on the machine waited for a CPU all along (a
+    # stall clock that runs with the wall clock): the timeout may be the machine's doing,
+    # so it is run again alone, as a timeout beside other pages is.
+    import time
+    import evaluators.sandbox.processes as processes
+    monkeypatch.setattr(processes, "cpu_stall_s", time.monotonic)
+    rec, pages = _score(_task(SLOW))
+    assert pages == 2
+    (v,) = rec["rubrics"]
+    assert v["verdict"] == "fail" and v["rerun"]["first_message"] == \
+        "the probe timed out after 1800 ms", v
+
+
+def test_alone_the_time_its_browser_waited_for_a_cpu_is_given_back(monkeypatch):
+    # The rerun alone: its renderer waits for a CPU half the time (a run-delay clock at half
+    # the wall clock's rate). The 1.5 s limit grows by that, up to one more limit (3 s), so
+    # the 2.5 s wait ends within it and the probe passes; without the waits it times out.
+    import time
+    import evaluators.checks.score as score
+    import evaluators.sandbox.processes as processes
+    monkeypatch.setattr(processes, "cpu_stall_s", time.monotonic)
+    monkeypatch.setattr(score, "cpu_waits", lambda pid: {pid: time.monotonic() / 2})
+    rec, _ = _score(_task(SLOW))
+    (v,) = rec["rubrics"]
+    assert v["verdict"] == "pass" and "rerun" in v, v
+    # Starved without end: the limit grows by one limit at most, then the probe times out.
+    monkeypatch.setattr(score, "cpu_waits", lambda pid: {pid: time.monotonic() * 10})
+    slower = {"steps": [{"wait_ms": 4000}, {"expect": "text", "locator": "#count", "value": "0"}]}
+    rec, _ = _score(_task(slower))
+    (v,) = rec["rubrics"]
+    assert v["verdict"] == "fail" and v["message"].startswith(
+        "the probe timed out after 1500 ms and 1500 ms more its browser waited for a CPU"), v

@@ -66,6 +66,11 @@ def _short(message: str) -> str:
     return " | ".join(keep)[:600]
 
 
+# How long a step that reached the probe's deadline waits for the time limit to end the
+# probe (or move its deadline) before it fails by itself.
+_OUTLAST_MS = 10_000
+
+
 class ProbeRunner:
     """Executes the steps of one probe on one page.
 
@@ -88,12 +93,19 @@ class ProbeRunner:
         self.timeout = float(probe.get("timeout_ms", 5000))
         self.action_timeout = float(action_timeout_ms or 1e12)
         self.deadline = deadline_ms
+        self.extended_ms = 0.0  # added to the deadline for time the page waited for a CPU
         self.vars: dict[str, Any] = {}
         self.steps = probe["steps"]
         self.loaded = False  # the page's load event fired
         self.decide_when_quiet = decide_when_quiet
         self.busy_limit_ms = busy_limit_ms
         self._decided = False  # the running step's failure was decided on a quiet page
+        self._blocks = 0  # retry blocks running (their waits end with the block's time)
+
+    def extend(self, ms: float) -> None:
+        """Moves the probe's deadline `ms` later (time its page lost waiting for a CPU)."""
+        self.deadline += ms
+        self.extended_ms += ms
 
     def _left(self, want: float) -> float:
         return max(1.0, min(want, self.deadline - monotonic_ms()))
@@ -177,6 +189,9 @@ class ProbeRunner:
         except (AssertionError, PlaywrightError) as e:
             if _SELECTOR_ERRORS.search(str(e)):
                 raise ProbeError(self.watch.step, f"bad selector: {_short(e)}") from None
+            if not self._blocks and monotonic_ms() >= self.deadline - 20 and \
+                    await self._outlasted():
+                return await self.run_step(step)  # in the time given back
             failure = await self._classify(step, _short(e))
             failure.decided = self._decided
             raise failure from None
@@ -185,14 +200,35 @@ class ProbeRunner:
             # holds an object where a number is needed): the probe's fault, never the app's.
             raise ProbeError(self.watch.step, f"malformed step: {e}") from None
 
+    async def _outlasted(self) -> bool:
+        """At the probe's deadline, a step that ran out of time waits for the probe's time
+        limit to end it (a timeout, as it would have been had the limit come first): True
+        if the deadline moves instead (`extend`), and the step is to run again. False after
+        `_OUTLAST_MS` with neither: nothing outside limits this probe."""
+        deadline, waited = self.deadline, 0.0
+        while self.deadline == deadline and waited < _OUTLAST_MS:
+            await asyncio.sleep(0.05)
+            waited += 50
+        return self.deadline > deadline
+
     async def _wait(self, wait_ms: float) -> None:
         """A `wait_ms` step; on a quiet page, where waiting cannot change anything, it ends at once."""
-        wait_ms = min(wait_ms, max(0.0, self.deadline - monotonic_ms()))
         start = monotonic_ms()
-        if (self.decide_when_quiet and self.loaded and wait_ms > 4 * GAP_S * 1000
+        if (self.decide_when_quiet and self.loaded
+                and min(wait_ms, self.deadline - start) > 4 * GAP_S * 1000
                 and await page_quiet(self.page, self.watch)):
             return
-        await asyncio.sleep(max(0.0, wait_ms - (monotonic_ms() - start)) / 1000)
+        while True:
+            end = min(start + wait_ms, self.deadline)
+            left = end - monotonic_ms()
+            if left > 0:
+                await asyncio.sleep(left / 1000)
+            elif end >= start + wait_ms or self._blocks:
+                return  # waited it all, or a retry block's time is up: the block decides
+            elif not await self._outlasted():
+                # The probe's time is up: its time limit ends it here, unless its deadline
+                # moves (time given back for CPU waits, `score._within`) and the wait goes on.
+                return
 
     async def _present(self, loc: Locator, spec: Any, step: dict) -> None:
         """Waits until `loc` (built from `spec`) matches an element, as the step's call would.
@@ -381,11 +417,15 @@ class ProbeRunner:
     async def _retry(self, step: dict) -> None:
         end = min(self.deadline, monotonic_ms() + float(step.get("timeout_ms", self.timeout)))
         saved = (self.timeout, self.action_timeout, self.deadline)
-        attempt, last = 0, False
+        attempt, last, moved = 0, False, self.extended_ms
+        saved_ext = moved
+        self._blocks += 1
         try:
             while True:
                 # Inner waits are bounded by the block's remaining time so the
                 # block can try again instead of spending it all on one wait.
+                end += self.extended_ms - moved  # the probe's deadline moved meanwhile
+                moved = self.extended_ms
                 self.deadline = end
                 try:
                     for inner in step["retry"]:
@@ -406,6 +446,8 @@ class ProbeRunner:
                 attempt += 1
         finally:
             self.timeout, self.action_timeout, self.deadline = saved
+            self.deadline += self.extended_ms - saved_ext
+            self._blocks -= 1
 
     # --- failure classification ---------------------------------------------
 

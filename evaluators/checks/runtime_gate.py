@@ -32,8 +32,8 @@ class RuntimeGate:
     def __init__(self, cfg: EvalConfig, frames: Frames):
         self.cfg, self.frames = cfg, frames
         self.result: asyncio.Future = asyncio.get_running_loop().create_future()
-        # Failed by a time limit (load, hang) while other pages of the browser were open:
-        # the page may only have been starved of CPU (see `_decide_runtime`).
+        # Failed by a time limit (load, hang) while other pages of the browser were open,
+        # or the CPU was contended: the page may only have been starved (`_decide_runtime`).
         self.contended_timeout = False
 
     @property
@@ -78,8 +78,8 @@ class RuntimeGate:
         diags.extend(watch_diagnostics(watch, "runtime", None))
         if failure is not None:
             # A busy page spent the CPU it was given: starvation did not stop it.
-            self.contended_timeout = (watch.hung and watch.shared and not watch.crashed
-                                      and not watch.busy)
+            self.contended_timeout = (watch.hung and (watch.shared or watch.starved())
+                                      and not watch.crashed and not watch.busy)
             gate = Diagnostic(kind="runtime_failure", reason=reason or Reason.LOAD_FAILED,
                               stage="runtime", severity="severe", message=failure).to_json()
             diags.insert(0, caused(gate, cause))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 import traceback
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 
 from evaluators.sandbox.browser import (BrowserWorker, EvaluatorFault, PageWatch, check_not_killed,
@@ -20,6 +20,7 @@ from evaluators.checks.runtime_gate import RuntimeGate, check_runtime
 from evaluators.config import EvalConfig
 from evaluators.contract import SCHEMA_VERSION, Diagnostic, Reason
 from evaluators.sandbox.coverage import Coverage
+from evaluators.sandbox.processes import cpu_waits, waited_since
 from evaluators.sandbox.writers import read_writers
 from evaluators.checks.diagnostics import (Frames, caused, error_diagnostic, failure_diagnostic,
                                    link_causes, watch_diagnostics)
@@ -48,8 +49,9 @@ class ProbeOutcome(NamedTuple):
       record: the rubric's verdict record.
       diagnostics: its diagnostics.
       timed_out: the probe ran out of time.
-      contended: it did so while another page of the browser was open: the time limit may
-        have been spent waiting for the CPU.
+      contended: it did so while another page of the browser was open, or while tasks on
+        the machine waited for a CPU (`PageWatch.starved`): the time limit may have been spent
+        waiting for the CPU.
     """
 
     record: dict
@@ -102,7 +104,12 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
         if b.coverage:
             cov = Coverage()
             await cov.start(context, page)
-        failure, error = await _run_probe(runner, cov, gate, b.hang_timeout_ms, limit_ms)
+        # Alone, the browser's renderers and GPU process serve this page only: the time
+        # they waited for a CPU is time the app lost, not time it spent.
+        waits = (lambda: cpu_waits(watch.browser_pid)) if alone else None
+        failure, error = await _run_probe(runner, cov, gate, b.hang_timeout_ms, limit_ms,
+                                          waits)
+        starved = watch.starved()
         if failure is not None and not watch.crashed and not context.browser.is_connected():
             raise EvaluatorFault("the browser died while a probe ran")
         await check_not_killed(watch)
@@ -134,7 +141,7 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
         failed["writers"] = writes
     timed_out = isinstance(failure, _ProbeTimeout) and not watch.crashed
     return ProbeOutcome(rec, ([failed] if failed else []) + diags, timed_out,
-                        timed_out and watch.shared)
+                        timed_out and not alone and (watch.shared or starved))
 
 
 async def _writers(runner: ProbeRunner, frames: Frames) -> list[dict]:
@@ -160,22 +167,54 @@ async def _writers(runner: ProbeRunner, frames: Frames) -> list[dict]:
 
 
 async def _run_probe(runner: ProbeRunner, cov: Coverage | None, gate: RuntimeGate | None,
-                     hang_timeout_ms: int, limit_ms: float
+                     hang_timeout_ms: int, limit_ms: float,
+                     waits: Callable[[], dict[int, float]] | None = None
                      ) -> tuple[StepFailure | None, ProbeError | None]:
-    """Loads and runs the probe under its time limit. Returns (failure, error): at most one
-    is set. A gate failure that stops the probe returns (None, None) with the gate decided."""
+    """Loads and runs the probe under its time limit (grown by the CPU waits `waits` reads,
+    `_within`). Returns (failure, error): at most one is set. A gate failure that stops the
+    probe returns (None, None) with the gate decided."""
+    run = asyncio.ensure_future(_guarded(runner, hang_timeout_ms, cov, gate))
     try:
-        await asyncio.wait_for(_guarded(runner, hang_timeout_ms, cov, gate), limit_ms / 1000)
+        ended = await _within(run, runner, limit_ms, waits)
+    finally:
+        if not run.done():
+            await cancel_and_wait(run)
+    if not ended:
+        runner.watch.hung = True
+        return await _timeout_failure(runner, limit_ms), None
+    try:
+        run.result()
     except StepFailure as f:
         return f, None
     except ProbeError as e:
         return None, e
-    except asyncio.TimeoutError:
-        runner.watch.hung = True
-        return await _timeout_failure(runner, limit_ms), None
     except _GateFailed:
         pass
     return None, None
+
+
+async def _within(run: asyncio.Future, runner: ProbeRunner, limit_ms: float,
+                  waits: Callable[[], dict[int, float]] | None) -> bool:
+    """Waits for `run` until the probe's time limit; whether it ended by then.
+
+    With `waits` (a reading of `processes.cpu_waits`), the limit grows by the time the
+    browser's processes waited for a CPU meanwhile, up to one more limit: on a loaded
+    machine the same app then gets the same time to run as on an idle one, so its verdict
+    does not depend on what else the machine ran. The probe's deadline moves with it.
+    """
+    start = waits() if waits is not None else None
+    left, grown = limit_ms / 1000, 0.0
+    while True:
+        done, _ = await asyncio.wait({run}, timeout=left)
+        if done:
+            return True
+        if not start:
+            return False
+        lost = min(limit_ms / 1000, waited_since(start, waits()))
+        if lost - grown < 0.05:
+            return False
+        runner.extend((lost - grown) * 1000)
+        left, grown = lost - grown, lost
 
 
 async def _timeout_failure(runner: ProbeRunner, limit_ms: float) -> StepFailure:
@@ -187,6 +226,8 @@ async def _timeout_failure(runner: ProbeRunner, limit_ms: float) -> StepFailure:
     starvation (`_ProbeTimeout`, which a rerun alone can tell).
     """
     message = f"the probe timed out after {limit_ms} ms"
+    if runner.extended_ms:
+        message += f" and {runner.extended_ms:.0f} ms more its browser waited for a CPU"
     i = runner.watch.step
     step = runner.steps[i] if runner.loaded and i is not None else {}
     spec = runner.step_locator(step)
@@ -491,7 +532,7 @@ async def _decide_runtime(worker: BrowserWorker, task: Task, extraction: Extract
         first_run = None
     again = await check_runtime(worker, extraction, cfg, frames, alone=True)
     ok2, diags2 = again.result.result()
-    rerun = {"reason": "timed out while other pages shared the CPU; decided again alone",
+    rerun = {"reason": "timed out while other pages or other work shared the CPU; decided again alone",
              "first_message": diags[0]["message"]}
     return ok2, diags2, first_run, rerun
 
@@ -513,7 +554,7 @@ async def _rerun_contended(worker: BrowserWorker, task: Task, results: list[Prob
         again = await run_rubric(worker, task.rubrics[i], extraction, cfg, frames, alone=True)
         first = outcome.record
         again.record["rerun"] = {
-            "reason": "timed out while other pages shared the CPU; run again alone",
+            "reason": "timed out while other pages or other work shared the CPU; run again alone",
             "first_message": first["message"], "first_duration_ms": first.get("duration_ms")}
         results[i] = again
         kept.keep(i, again)

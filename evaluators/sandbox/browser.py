@@ -49,6 +49,7 @@ from evaluators.sandbox.ending import (end_retired, on_crash, quietly, retrieve,
                                        unstop)
 from evaluators.sandbox.processes import (CpuMeter, IdleBurn, answers, browser_mark, browser_pid,
                                           kill, read_tree, renderer_memory_args,
+                                          stall_mark, starved_since,
                                           watch_browser)
 from evaluators.sandbox.loading import enable_cpu_reading
 from evaluators.sandbox.quiet import QUIET_JS
@@ -108,6 +109,8 @@ class PageWatch:
       busy: its main thread spent the busy limit of CPU without loading or answering
         (`sandbox.loading`): it hung by itself, however many pages shared the CPU.
       thread_time: reads its main thread's CPU seconds so far (None: cannot say).
+      browser_pid: the main process of the browser the page is on (None: not found).
+      opened: a `processes.stall_mark` taken as the page opened (`starved`).
     """
 
     errors: list = dataclasses.field(default_factory=list)
@@ -126,6 +129,12 @@ class PageWatch:
     inflight: set = dataclasses.field(default_factory=set)
     busy: bool = False
     thread_time: Callable[[], Awaitable[float | None]] | None = None
+    browser_pid: int | None = None
+    opened: tuple = (None, 0.0)
+
+    def starved(self) -> bool:
+        """Whether the CPU was contended while the page was open (`processes.starved_since`)."""
+        return starved_since(self.opened)
 
     def on_error(self, error) -> None:
         self.errors.append({
@@ -435,7 +444,9 @@ class BrowserWorker:
             slot = None
             try:
                 slot = self._idle_slot(gen) or await self._new_slot(gen)
-                slot.html, slot.watch = html, PageWatch(thread_time=slot.thread_time)
+                slot.html, slot.watch = html, PageWatch(thread_time=slot.thread_time,
+                                                        browser_pid=gen.pid,
+                                                        opened=stall_mark())
                 slot.token, slot.document_url = self._server.serve(html)
                 slot.uses += 1
                 self._opened(slot.watch)

@@ -127,6 +127,83 @@ def below(pid: int, proc: Path = Path("/proc")) -> list[int]:
     return found
 
 
+def cpu_waits(pid: int | None, proc: Path = Path("/proc")) -> dict[int, float]:
+    """{pid: seconds} that the main thread of each renderer and GPU process below the
+    browser `pid` has spent runnable but waiting for a CPU (``schedstat``'s run delay).
+
+    The time a page lost to other work on the machine, where a wall-clock limit would
+    charge it to the app (`waited_since`). Empty where the kernel does not say.
+    """
+    out = {}
+    for p in below(pid, proc) if pid is not None else []:
+        try:
+            argv = (proc / str(p) / "cmdline").read_bytes()
+            if b"--type=renderer" not in argv and b"--type=gpu-process" not in argv:
+                continue
+            out[p] = int((proc / str(p) / "schedstat").read_text().split()[1]) / 1e9
+        except (OSError, IndexError, ValueError):
+            continue
+    return out
+
+
+def waited_since(start: dict[int, float], now: dict[int, float]) -> float:
+    """Seconds of CPU wait between two `cpu_waits` readings (a process new since `start`
+    counts from zero; one gone since is left out)."""
+    return sum(max(0.0, w - start.get(p, 0.0)) for p, w in now.items())
+
+
+def _pressure_files() -> list[Path]:
+    """Where CPU pressure is read: this process's cgroup first (a container's own work, not
+    its neighbours' on a shared host; cgroup v2, or the v2 tree of a hybrid layout), then
+    the whole machine's."""
+    out = []
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            if line.startswith("0::"):
+                rel = line[3:].lstrip("/")
+                out += [Path("/sys/fs/cgroup") / rel / "cpu.pressure",
+                        Path("/sys/fs/cgroup/unified") / rel / "cpu.pressure"]
+    except OSError:
+        pass
+    return out + [Path("/proc/pressure/cpu")]
+
+
+_PRESSURE = _pressure_files()
+
+
+def cpu_stall_s(paths: list[Path] | None = None) -> float | None:
+    """Total seconds during which some runnable task of this cgroup (else of the machine)
+    waited for a CPU (pressure stall information, ``some``); None where the kernel does
+    not report it."""
+    for path in _PRESSURE if paths is None else paths:
+        try:
+            with open(path, encoding="ascii") as f:
+                return int(f.readline().rsplit("total=", 1)[1]) / 1e6
+        except (OSError, IndexError, ValueError):
+            continue
+    return None
+
+
+# A page open while tasks waited for a CPU at least this share of the time may have been
+# starved by the evaluator's other work: a time limit it ran out of may not be its own.
+STARVED_SHARE = 0.1
+
+
+def stall_mark() -> tuple[float | None, float]:
+    """(`cpu_stall_s`, monotonic seconds) now: a start for `starved_since`."""
+    return cpu_stall_s(), time.monotonic()
+
+
+def starved_since(mark: tuple[float | None, float]) -> bool:
+    """Whether tasks waited for a CPU `STARVED_SHARE` of the time since `mark` or more
+    (False where the kernel does not report pressure)."""
+    stall0, t0 = mark
+    stall = cpu_stall_s()
+    if stall0 is None or stall is None:
+        return False
+    return stall - stall0 >= STARVED_SHARE * (time.monotonic() - t0)
+
+
 def stopped(pid: int, proc: Path = Path("/proc")) -> list[int]:
     """The processes below `pid` that are stopped (state ``T`` or ``t``)."""
     return [p for p in below(pid, proc) if state(p, proc) in ("T", "t")]
