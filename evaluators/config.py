@@ -143,13 +143,16 @@ class BrowserConfig:
         0.3 GiB with a blank page and 0.7-0.9 GiB with the heaviest
         InteractScience answers (three.js, Plotly) after 48 loads in one slot;
         the V8 heap itself stops at 0.5 GiB (`--max-old-space-size`).
-      rerun_contended_timeouts: a probe that ran out of time while other
-        pages of its browser were open is run once more with no other page
-        open, and that verdict stands. A heavy app (a WebGL scene, a large
+      rerun_contended_timeouts: a probe (or gate E) that ran out of time while
+        other pages of its browser were open, or while the evaluator's cgroup
+        waited for a CPU a tenth of the time or more, is run once more with no
+        other page open, and that verdict stands; alone, the time the browser's
+        renderer and GPU processes waited for a CPU is given back to its time
+        limits (up to one more limit). A heavy app (a WebGL scene, a large
         plot) whose probes run side by side can starve them all past the time
         limit on a small machine; without the rerun its verdicts would depend
-        on how many pages the evaluator runs at once. Costs at most one more
-        probe time limit per such probe.
+        on how many pages the evaluator runs at once and on what else the
+        machine runs. Costs at most two more time limits per such probe.
       decide_when_quiet: a step waiting for an element, for an element's state
         or for an element to take a pointer action, on a page where nothing is
         pending (no timer, animation frame, request, animation or other wake-up

@@ -213,6 +213,32 @@ def test_a_gate_timed_out_alone_while_the_cpu_was_contended_is_decided_again(mon
     assert hung["runtime_rerun"]["first_message"].startswith("the page stopped answering")
 
 
+def test_a_gate_decided_alone_gives_back_the_time_its_browser_waited_for_a_cpu(monkeypatch):
+    # Starved (so decided again alone), and alone its browser waits for a CPU ten times as
+    # fast as the wall clock runs: the 2 s answer limit grows by one more limit, to 4 s. The
+    # hung app never answers, so each wait for an answer lasts exactly its limit.
+    import time
+    import evaluators.checks.runtime_gate as runtime_gate
+    import evaluators.sandbox.processes as processes
+    monkeypatch.setattr(processes, "cpu_stall_s", time.monotonic)
+    monkeypatch.setattr(runtime_gate, "cpu_waits", lambda pid: {pid: time.monotonic() * 10})
+    took, real = [], runtime_gate.answers
+
+    async def timed(*a, **kw):
+        t0 = time.monotonic()
+        try:
+            return await real(*a, **kw)
+        finally:
+            took.append((time.monotonic() - t0, a[4] if len(a) > 4 else kw.get("waits")))
+
+    monkeypatch.setattr(runtime_gate, "answers", timed)
+    (hung,), pages = _score_rows([HUNG])
+    assert hung["gate"] == "runtime" and "runtime_rerun" in hung and pages == 2
+    (first, none), (alone, reader) = took
+    assert none is None and reader is not None
+    assert 1.9 < first < 3.5 and alone >= 3.9, took
+
+
 def test_no_gate_rerun_when_switched_off():
     cfg = dataclasses.replace(HANG_CFG, browser=dataclasses.replace(
         HANG_CFG.browser, rerun_contended_timeouts=False))

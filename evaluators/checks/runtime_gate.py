@@ -8,6 +8,7 @@ own (`check_runtime`) for a response with no probe and for a gate decided again 
 from __future__ import annotations
 
 import asyncio
+from typing import Callable
 
 from playwright.async_api import Page
 
@@ -17,6 +18,7 @@ from evaluators.config import EvalConfig
 from evaluators.contract import Diagnostic, Reason
 from evaluators.sandbox.browser import BrowserWorker, EvaluatorFault, PageWatch, check_not_killed
 from evaluators.sandbox.loading import BusyPage, LeftWhileLoading, answers, load_app
+from evaluators.sandbox.processes import cpu_waits, waited_since
 
 
 class RuntimeGate:
@@ -40,13 +42,17 @@ class RuntimeGate:
     def decided(self) -> bool:
         return self.result.done()
 
-    async def after_load(self, page: Page, watch: PageWatch) -> bool:
-        """Lets the loaded page settle, asks it to answer, decides. Returns whether it passed."""
+    async def after_load(self, page: Page, watch: PageWatch,
+                         waits: Callable[[], float] | None = None) -> bool:
+        """Lets the loaded page settle, asks it to answer, decides. Returns whether it passed.
+
+        With `waits` (a page alone), the time its browser waited for a CPU meanwhile is
+        given back to the answer's time limit (`loading.answers`)."""
         b = self.cfg.browser
         await asyncio.sleep(b.settle_ms / 1000)
         failure, reason = None, None
         try:
-            await answers(page, watch, b.hang_timeout_ms, b.busy_limit_ms)
+            await answers(page, watch, b.hang_timeout_ms, b.busy_limit_ms, waits)
         except asyncio.TimeoutError:
             failure = f"the page stopped answering after load (no reply in {b.hang_timeout_ms} ms)"
             reason = Reason.HANG
@@ -102,8 +108,9 @@ async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: Eval
     b = cfg.browser
     gate = RuntimeGate(cfg, frames)
     async with worker.page(extraction.code, alone=alone) as (page, watch, _):
+        waits = _waits_since_now(watch.browser_pid) if alone else None
         try:
-            await load_app(page, watch, b.load_timeout_ms, b.busy_limit_ms)
+            await load_app(page, watch, b.load_timeout_ms, b.busy_limit_ms, waits)
         except BusyPage as e:
             gate.decide(watch, f"the page did not load ({e})", Reason.LOAD_FAILED)
         except LeftWhileLoading as e:
@@ -115,5 +122,15 @@ async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: Eval
             gate.decide(watch, f"the page did not load within {b.load_timeout_ms} ms "
                                f"({str(e).splitlines()[0][:200]})", Reason.LOAD_FAILED)
         if not gate.decided:
-            await gate.after_load(page, watch)
+            await gate.after_load(page, watch, waits)
     return gate
+
+
+def _waits_since_now(browser_pid: int | None) -> Callable[[], float]:
+    """A reader of the seconds the browser's renderer and GPU processes have waited for a
+    CPU from now on (`processes.cpu_waits`): on a page alone, the time its app lost."""
+    start = cpu_waits(browser_pid)
+
+    def waited() -> float:
+        return waited_since(start, cpu_waits(browser_pid))
+    return waited

@@ -91,8 +91,23 @@ class BusyClock:
             raise BusyPage(now - self.base)
 
 
+def _over(t0: float, timeout_ms: float, waits: Callable[[], float] | None) -> str | None:
+    """Why a wait that began at `t0` (loop time) has run out, or None while it has not: its
+    time is `timeout_ms`, plus what `waits` says the page lost waiting for a CPU, up to one
+    more `timeout_ms`."""
+    elapsed_ms = (asyncio.get_running_loop().time() - t0) * 1000
+    if elapsed_ms <= timeout_ms:
+        return None
+    lost_ms = 0.0 if waits is None else min(timeout_ms, waits() * 1000)
+    if elapsed_ms <= timeout_ms + lost_ms:
+        return None
+    more = f" and {lost_ms:.0f} ms more its browser waited for a CPU" if lost_ms else ""
+    return f"Timeout {timeout_ms:.0f}ms exceeded{more}"
+
+
 async def load_app(page: Page, watch: Any, timeout_ms: float,
-                   busy_limit_ms: float | None = None) -> None:
+                   busy_limit_ms: float | None = None,
+                   waits: Callable[[], float] | None = None) -> None:
     """Navigates the page to APP_URL and waits for its `load` event.
 
     A document that starts a navigation of its own while it loads (a form submitted, a
@@ -104,17 +119,22 @@ async def load_app(page: Page, watch: Any, timeout_ms: float,
     Args:
       watch: the page's `PageWatch` (its `thread_time` reader, if any, meters the CPU).
       busy_limit_ms: CPU time the main thread may spend before `load` (None: no limit).
+      waits: seconds the browser's processes have waited for a CPU since the load began
+        (on a page alone: `processes.cpu_waits`); the load may take that much longer.
 
     Raises:
       LeftWhileLoading: the page left while loading (its URL is the message).
       BusyPage: the main thread spent `busy_limit_ms` of CPU and `load` had not fired
         (the watch is marked hung and busy).
+      TimeoutError: the load ran past `timeout_ms` and the time given back (`waits`).
       playwright Error: the load failed or timed out.
     """
     clock = BusyClock(watch.thread_time, busy_limit_ms)
     await clock.start()
     watch.loading, watch.left = True, None
-    nav = asyncio.ensure_future(page.goto(APP_URL, wait_until="load", timeout=timeout_ms))
+    t0 = asyncio.get_running_loop().time()
+    nav = asyncio.ensure_future(page.goto(APP_URL, wait_until="load",
+                                          timeout=timeout_ms * (1 if waits is None else 2)))
     every = round(_READ_EVERY_S / 0.1)
     try:
         for tick in itertools.count(1):
@@ -124,6 +144,9 @@ async def load_app(page: Page, watch: Any, timeout_ms: float,
                 return
             if watch.left is not None:
                 raise LeftWhileLoading(watch.left)
+            late = _over(t0, timeout_ms, waits) if waits is not None else None
+            if late is not None:
+                raise TimeoutError(late)
             if tick % every == 0:
                 await _checked(clock, watch)
     finally:
@@ -136,11 +159,16 @@ async def load_app(page: Page, watch: Any, timeout_ms: float,
 
 
 async def answers(page: Page, watch: Any, timeout_ms: float,
-                  busy_limit_ms: float | None = None) -> None:
+                  busy_limit_ms: float | None = None,
+                  waits: Callable[[], float] | None = None) -> None:
     """Returns once the page runs a trivial script.
 
+    Args:
+      waits: as for `load_app`: the time the page may take grows by its CPU waits.
+
     Raises:
-      asyncio.TimeoutError: no answer within `timeout_ms` (the watch is marked hung).
+      asyncio.TimeoutError: no answer within `timeout_ms` and the time given back (the
+        watch is marked hung).
       BusyPage: the main thread spent `busy_limit_ms` of CPU without answering (marked
         hung and busy).
       playwright Error: the page closed or crashed.
@@ -148,14 +176,14 @@ async def answers(page: Page, watch: Any, timeout_ms: float,
     clock = BusyClock(watch.thread_time, busy_limit_ms)
     await clock.start()
     ask = asyncio.ensure_future(page.evaluate("1"))
-    end = asyncio.get_running_loop().time() + timeout_ms / 1000
+    t0 = asyncio.get_running_loop().time()
     try:
         while True:
-            left = end - asyncio.get_running_loop().time()
-            if left <= 0:
+            left = t0 + timeout_ms / 1000 - asyncio.get_running_loop().time()
+            if left <= 0 and _over(t0, timeout_ms, waits) is not None:
                 watch.hung = True
                 raise asyncio.TimeoutError
-            done, _ = await asyncio.wait({ask}, timeout=min(_READ_EVERY_S, left))
+            done, _ = await asyncio.wait({ask}, timeout=min(_READ_EVERY_S, max(left, 0.1)))
             if done:
                 ask.result()
                 return
