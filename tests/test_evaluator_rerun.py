@@ -221,7 +221,7 @@ def test_a_gate_decided_alone_gives_back_the_time_its_browser_waited_for_a_cpu(m
     import evaluators.checks.runtime_gate as runtime_gate
     import evaluators.sandbox.processes as processes
     monkeypatch.setattr(processes, "cpu_stall_s", time.monotonic)
-    monkeypatch.setattr(runtime_gate, "cpu_waits", lambda pid: {pid: time.monotonic() * 10})
+    monkeypatch.setattr(processes, "cpu_waits", lambda pid: {pid: time.monotonic() * 10})
     took, real = [], runtime_gate.answers
 
     async def timed(*a, **kw):
@@ -320,15 +320,14 @@ def test_alone_the_time_its_browser_waited_for_a_cpu_is_given_back(monkeypatch):
     # the wall clock's rate). The 1.5 s limit grows by that, up to one more limit (3 s), so
     # the 2.5 s wait ends within it and the probe passes; without the waits it times out.
     import time
-    import evaluators.checks.score as score
     import evaluators.sandbox.processes as processes
     monkeypatch.setattr(processes, "cpu_stall_s", time.monotonic)
-    monkeypatch.setattr(score, "cpu_waits", lambda pid: {pid: time.monotonic() / 2})
+    monkeypatch.setattr(processes, "cpu_waits", lambda pid: {pid: time.monotonic() / 2})
     rec, _ = _score(_task(SLOW))
     (v,) = rec["rubrics"]
     assert v["verdict"] == "pass" and "rerun" in v, v
     # Starved without end: the limit grows by one limit at most, then the probe times out.
-    monkeypatch.setattr(score, "cpu_waits", lambda pid: {pid: time.monotonic() * 10})
+    monkeypatch.setattr(processes, "cpu_waits", lambda pid: {pid: time.monotonic() * 10})
     slower = {"steps": [{"wait_ms": 4000}, {"expect": "text", "locator": "#count", "value": "0"}]}
     rec, _ = _score(_task(slower))
     (v,) = rec["rubrics"]

@@ -18,7 +18,7 @@ from evaluators.config import EvalConfig
 from evaluators.contract import Diagnostic, Reason
 from evaluators.sandbox.browser import BrowserWorker, EvaluatorFault, PageWatch, check_not_killed
 from evaluators.sandbox.loading import BusyPage, LeftWhileLoading, answers, load_app
-from evaluators.sandbox.processes import cpu_waits, waited_since
+from evaluators.sandbox.processes import cpu_wait_clock
 
 
 class RuntimeGate:
@@ -108,7 +108,7 @@ async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: Eval
     b = cfg.browser
     gate = RuntimeGate(cfg, frames)
     async with worker.page(extraction.code, alone=alone) as (page, watch, _):
-        waits = _waits_since_now(watch.browser_pid) if alone else None
+        waits = cpu_wait_clock(watch.browser_pid) if alone else None
         try:
             await load_app(page, watch, b.load_timeout_ms, b.busy_limit_ms, waits)
         except BusyPage as e:
@@ -125,12 +125,3 @@ async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: Eval
             await gate.after_load(page, watch, waits)
     return gate
 
-
-def _waits_since_now(browser_pid: int | None) -> Callable[[], float]:
-    """A reader of the seconds the browser's renderer and GPU processes have waited for a
-    CPU from now on (`processes.cpu_waits`): on a page alone, the time its app lost."""
-    start = cpu_waits(browser_pid)
-
-    def waited() -> float:
-        return waited_since(start, cpu_waits(browser_pid))
-    return waited

@@ -20,7 +20,7 @@ from evaluators.checks.runtime_gate import RuntimeGate, check_runtime
 from evaluators.config import EvalConfig
 from evaluators.contract import SCHEMA_VERSION, Diagnostic, Reason
 from evaluators.sandbox.coverage import Coverage
-from evaluators.sandbox.processes import cpu_waits, waited_since
+from evaluators.sandbox.processes import cpu_wait_clock
 from evaluators.sandbox.writers import read_writers
 from evaluators.checks.diagnostics import (Frames, caused, error_diagnostic, failure_diagnostic,
                                    link_causes, watch_diagnostics)
@@ -106,7 +106,7 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
             await cov.start(context, page)
         # Alone, the browser's renderers and GPU process serve this page only: the time
         # they waited for a CPU is time the app lost, not time it spent.
-        waits = (lambda: cpu_waits(watch.browser_pid)) if alone else None
+        waits = cpu_wait_clock(watch.browser_pid) if alone else None
         failure, error = await _run_probe(runner, cov, gate, b.hang_timeout_ms, limit_ms,
                                           waits)
         starved = watch.starved()
@@ -168,7 +168,7 @@ async def _writers(runner: ProbeRunner, frames: Frames) -> list[dict]:
 
 async def _run_probe(runner: ProbeRunner, cov: Coverage | None, gate: RuntimeGate | None,
                      hang_timeout_ms: int, limit_ms: float,
-                     waits: Callable[[], dict[int, float]] | None = None
+                     waits: Callable[[], float] | None = None
                      ) -> tuple[StepFailure | None, ProbeError | None]:
     """Loads and runs the probe under its time limit (grown by the CPU waits `waits` reads,
     `_within`). Returns (failure, error): at most one is set. A gate failure that stops the
@@ -194,23 +194,22 @@ async def _run_probe(runner: ProbeRunner, cov: Coverage | None, gate: RuntimeGat
 
 
 async def _within(run: asyncio.Future, runner: ProbeRunner, limit_ms: float,
-                  waits: Callable[[], dict[int, float]] | None) -> bool:
+                  waits: Callable[[], float] | None) -> bool:
     """Waits for `run` until the probe's time limit; whether it ended by then.
 
-    With `waits` (a reading of `processes.cpu_waits`), the limit grows by the time the
-    browser's processes waited for a CPU meanwhile, up to one more limit: on a loaded
-    machine the same app then gets the same time to run as on an idle one, so its verdict
-    does not depend on what else the machine ran. The probe's deadline moves with it.
+    With `waits` (`processes.cpu_wait_clock`), the limit grows by the time the browser's
+    processes waited for a CPU meanwhile, up to one more limit: on a loaded machine the
+    same app then gets the same time to run as on an idle one, so its verdict does not
+    depend on what else the machine ran. The probe's deadline moves with it.
     """
-    start = waits() if waits is not None else None
     left, grown = limit_ms / 1000, 0.0
     while True:
         done, _ = await asyncio.wait({run}, timeout=left)
         if done:
             return True
-        if not start:
+        if waits is None:
             return False
-        lost = min(limit_ms / 1000, waited_since(start, waits()))
+        lost = min(limit_ms / 1000, waits())
         if lost - grown < 0.05:
             return False
         runner.extend((lost - grown) * 1000)
@@ -532,7 +531,8 @@ async def _decide_runtime(worker: BrowserWorker, task: Task, extraction: Extract
         first_run = None
     again = await check_runtime(worker, extraction, cfg, frames, alone=True)
     ok2, diags2 = again.result.result()
-    rerun = {"reason": "timed out while other pages or other work shared the CPU; decided again alone",
+    rerun = {"reason": "timed out while other pages or other work shared the CPU; "
+                       "decided again alone",
              "first_message": diags[0]["message"]}
     return ok2, diags2, first_run, rerun
 

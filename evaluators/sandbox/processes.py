@@ -34,6 +34,7 @@ import signal
 import time
 import uuid
 from pathlib import Path
+from typing import Callable
 
 log = logging.getLogger(__name__)
 
@@ -169,6 +170,16 @@ def _pressure_files() -> list[Path]:
 
 
 _PRESSURE = _pressure_files()
+
+
+def cpu_wait_clock(pid: int | None) -> Callable[[], float]:
+    """A reader of the seconds the browser `pid`'s renderer and GPU processes have waited
+    for a CPU from now on (`cpu_waits`): on a page alone, the time its app lost."""
+    start = cpu_waits(pid)
+
+    def waited() -> float:
+        return waited_since(start, cpu_waits(pid))
+    return waited
 
 
 def cpu_stall_s(paths: list[Path] | None = None) -> float | None:
