@@ -109,7 +109,6 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
         waits = cpu_wait_clock(watch.browser_pid) if alone else None
         failure, error = await _run_probe(runner, cov, gate, b.hang_timeout_ms, limit_ms,
                                           waits)
-        starved = watch.starved()
         if failure is not None and not watch.crashed and not context.browser.is_connected():
             raise EvaluatorFault("the browser died while a probe ran")
         await check_not_killed(watch)
@@ -140,8 +139,9 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
     if failed is not None and writes is not None:
         failed["writers"] = writes
     timed_out = isinstance(failure, _ProbeTimeout) and not watch.crashed
-    return ProbeOutcome(rec, ([failed] if failed else []) + diags, timed_out,
-                        timed_out and not alone and (watch.shared or starved))
+    # Read only for a timeout (a /proc read per probe otherwise spent for nothing).
+    contended = timed_out and not alone and (watch.shared or watch.starved())
+    return ProbeOutcome(rec, ([failed] if failed else []) + diags, timed_out, contended)
 
 
 async def _writers(runner: ProbeRunner, frames: Frames) -> list[dict]:

@@ -120,7 +120,8 @@ async def load_app(page: Page, watch: Any, timeout_ms: float,
       watch: the page's `PageWatch` (its `thread_time` reader, if any, meters the CPU).
       busy_limit_ms: CPU time the main thread may spend before `load` (None: no limit).
       waits: seconds the browser's processes have waited for a CPU since the load began
-        (on a page alone: `processes.cpu_waits`); the load may take that much longer.
+        (on a page alone: `processes.cpu_wait_clock`); the load may take that much longer,
+        up to one more `timeout_ms`.
 
     Raises:
       LeftWhileLoading: the page left while loading (its URL is the message).
