@@ -333,3 +333,44 @@ def test_alone_the_time_its_browser_waited_for_a_cpu_is_given_back(monkeypatch):
     (v,) = rec["rubrics"]
     assert v["verdict"] == "fail" and v["message"].startswith(
         "the probe timed out after 1500 ms and 1500 ms more its browser waited for a CPU"), v
+
+
+# Shown at 1.5 s: past the first deadline (1 s), within the one moved 1 s later at 0.9 s.
+LATE_BUTTON = ("<button id=b style='display:none'>b</button>"
+               "<script>setTimeout(() => { b.style.display = ''; }, 1500)</script>")
+
+
+def _run_with_time_given_back(steps: list[dict]) -> Exception | None:
+    """Runs `steps` on LATE_BUTTON with a 1 s deadline that moves 1 s later at 0.9 s, as
+    `score._within` moves it alone; the step's exception, or None when it passed."""
+    from evaluators.checks.probes import ProbeRunner
+    from evaluators.sandbox.browser import monotonic_ms
+
+    async def run():
+        worker = await BrowserWorker(CFG.browser, make_mirror(CFG)).start()
+        try:
+            async with worker.page(LATE_BUTTON) as (page, watch, _):
+                runner = ProbeRunner(page, watch, {"steps": steps}, None, monotonic_ms() + 5000)
+                await runner.load(5000)
+                runner.deadline = monotonic_ms() + 1000
+                asyncio.get_running_loop().call_later(0.9, runner.extend, 1000)
+                try:
+                    await runner.run()
+                except Exception as e:  # noqa: BLE001 - the test reads it
+                    return e
+                return None
+        finally:
+            await worker.close()
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("steps", [
+    [{"do": "click", "locator": "#b"}],
+    [{"retry": [{"expect": "visible", "locator": "#b"}], "timeout_ms": 5000}],
+], ids=["action", "retry-block"])
+def test_a_wait_bounded_by_a_deadline_that_moved_goes_on_in_the_time_given_back(steps):
+    # Alone, the probe's deadline moves while a step waits with the old one as its timeout.
+    # That timeout is the probe's, not the step's failure: the step goes on until the new
+    # deadline. Before, whichever came first decided: the step's timeout a `moderate`
+    # failure, the probe's limit a `severe` timeout (the same app scored 0.42 and 0.62).
+    assert _run_with_time_given_back(steps) is None

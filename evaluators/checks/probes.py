@@ -101,6 +101,9 @@ class ProbeRunner:
         self.busy_limit_ms = busy_limit_ms
         self._decided = False  # the running step's failure was decided on a quiet page
         self._blocks = 0  # retry blocks running (their waits end with the block's time)
+        # The deadline that bounded the running step's last wait (`_left`), or None: a wait
+        # that ran out then ran out of the probe's time, even if the deadline moved since.
+        self._bound: float | None = None
 
     def extend(self, ms: float) -> None:
         """Moves the probe's deadline `ms` later (time its page lost waiting for a CPU)."""
@@ -108,7 +111,10 @@ class ProbeRunner:
         self.extended_ms += ms
 
     def _left(self, want: float) -> float:
-        return max(1.0, min(want, self.deadline - monotonic_ms()))
+        left = self.deadline - monotonic_ms()
+        if left <= want:
+            self._bound = self.deadline
+        return max(1.0, min(want, left))
 
     async def load(self, timeout_ms: float) -> None:
         try:
@@ -176,7 +182,7 @@ class ProbeRunner:
 
     async def run_step(self, step: dict) -> None:
         kind = step_kind(step)
-        self._decided = False
+        self._decided, self._bound = False, None
         try:
             if kind == "wait_ms":
                 await self._wait(step["wait_ms"])
@@ -189,8 +195,7 @@ class ProbeRunner:
         except (AssertionError, PlaywrightError) as e:
             if _SELECTOR_ERRORS.search(str(e)):
                 raise ProbeError(self.watch.step, f"bad selector: {_short(e)}") from None
-            if not self._blocks and monotonic_ms() >= self.deadline - 20 and \
-                    await self._outlasted():
+            if not self._blocks and await self._out_of_time():
                 return await self.run_step(step)  # in the time given back
             failure = await self._classify(step, _short(e))
             failure.decided = self._decided
@@ -199,6 +204,16 @@ class ProbeRunner:
             # A step value check_probe let through but the runner cannot use (a `var` that
             # holds an object where a number is needed): the probe's fault, never the app's.
             raise ProbeError(self.watch.step, f"malformed step: {e}") from None
+
+    async def _out_of_time(self) -> bool:
+        """Whether the step that just failed ran out of the probe's time and is to run again
+        in time given back (`_outlasted`). Its wait may have been bounded by a deadline that
+        has moved since (time given back while it waited): it failed at its own timeout, not
+        the app's, so it runs again at once, never failing first."""
+        now = monotonic_ms()
+        if self._bound is not None and now >= self._bound - 20 and self.deadline > self._bound:
+            return True
+        return now >= self.deadline - 20 and await self._outlasted()
 
     async def _outlasted(self) -> bool:
         """At the probe's deadline, a step that ran out of time waits for the probe's time
@@ -416,6 +431,9 @@ class ProbeRunner:
 
     async def _retry(self, step: dict) -> None:
         end = min(self.deadline, monotonic_ms() + float(step.get("timeout_ms", self.timeout)))
+        # An outermost block that ends with the probe: running out of its time is the
+        # probe's timeout, as for a step (`_out_of_time`), never a failure of its own.
+        bounded = not self._blocks and end == self.deadline
         saved = (self.timeout, self.action_timeout, self.deadline)
         attempt, last, moved = 0, False, self.extended_ms
         saved_ext = moved
@@ -433,7 +451,11 @@ class ProbeRunner:
                     return
                 except StepFailure as failure:
                     failure.decided = last
-                    if last or monotonic_ms() >= end - 1:
+                    if last:
+                        raise
+                    if monotonic_ms() >= end - 1:
+                        if self.deadline > end or (bounded and await self._outlasted()):
+                            continue  # the deadline moved: tries on in the time given back
                         raise
                     # A read-only block on a page that can no longer change: one more try,
                     # made after the page was found quiet, reads what every later one would.
