@@ -15,14 +15,15 @@ method and reports, per fault kind:
 - w-oracle: the same if every counted diagnostic blamed exactly the faulty tokens (the most
   the weights allow: ``direct`` for one diagnostic, ``cap`` for several).
 
-Scored records are cached under ``runs/localization/`` (keyed by task and response text), so
-a second run only localizes. Mutants whose every failure is a hang or time-out are dropped:
-on a loaded machine those are more often the machine's than the fault's.
+Scored records are cached under ``runs/localization/`` (``--cache``; keyed by task and
+response text), so a second run only localizes. Mutants whose every failure is a hang or
+time-out are dropped: on a loaded machine those are more often the machine's than the fault's.
 
 Run:
   python benchmarks/localization.py [--models gemini-2.5-pro claude-sonnet-4-20250514]
       [--tasks 40] [--per-kind 1] [--seeds 0 1] [--limit N] [--pages 3] [--fresh]
       [--fresh-mutants] [--no-rules] [--faults seen|unseen|all] [--split all|dev|held-out]
+      [--cache DIR]
 
 The fault kinds live in ``evaluators/synth/faults.py``: ``--faults seen`` (default) are the six
 above, which the rules were written while looking at; ``--faults unseen`` are eight kinds no
@@ -389,7 +390,12 @@ def main() -> None:
                     help="fault kinds: the six the rules were written on, eight unseen, all")
     ap.add_argument("--split", choices=SPLITS, default=BenchConfig.split,
                     help="tasks: the development split, the held-out split (faults.held_out)")
+    ap.add_argument("--cache", type=Path, default=CACHE,
+                    help="folder of the score cache (scored.jsonl); one outside the checkout "
+                         "outlives it")
     a = ap.parse_args()
+    global CACHE
+    CACHE = a.cache
     run(BenchConfig(tuple(a.models), a.tasks, a.per_kind, a.limit, a.pages, tuple(a.seeds),
                     a.fresh, a.fresh_mutants, not a.no_rules, a.faults, a.split))
 

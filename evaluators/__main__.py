@@ -95,6 +95,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 def cmd_localize(args: argparse.Namespace) -> int:
     """Scores with execution grounding (JS coverage of failing probes), then localizes."""
     from evaluators.localize.api import localize_record
+    from evaluators.localize.spans import SPECTRUM_METHODS
 
     tokenizer = None
     if args.tokenizer:
@@ -104,7 +105,7 @@ def cmd_localize(args: argparse.Namespace) -> int:
     cfg = _config(args)
     cfg = dataclasses.replace(cfg, browser=dataclasses.replace(
         cfg.browser, coverage=True,
-        coverage_passing=cfg.browser.coverage_passing or args.method == "sbfl"))
+        coverage_passing=cfg.browser.coverage_passing or args.method in SPECTRUM_METHODS))
     return _run(args, cfg, lambda rec, task: localize_record(
         rec, method=args.method, tokenizer=tokenizer, task=task))
 
@@ -232,9 +233,11 @@ def main(argv: list[str] | None = None) -> int:
     lo.add_argument("--tokenizer", default=None,
                     help="a transformers fast tokenizer (name or path): adds weights_base and "
                          "diagnosed per token, aligned with `token_ids` when a row has them")
-    lo.add_argument("--method", default="grounded", choices=("grounded", "text", "naive", "sbfl"),
-                    help="sbfl: spectrum-based suspiciousness alone (scores passing probes' "
-                         "coverage too)")
+    lo.add_argument("--method", default="grounded",
+                    choices=("grounded", "ranked", "text", "naive", "sbfl"),
+                    help="ranked: grounded's evidence and the spectrum in one scored ranking; "
+                         "sbfl: spectrum-based suspiciousness alone (both score passing "
+                         "probes' coverage too)")
     lb = sub.add_parser("leaderboard", parents=[browser], help="Overall, Average, Perfect and "
                         "reward per responses file, by difficulty and domain")
     lb.add_argument("--responses", required=True, nargs="+",

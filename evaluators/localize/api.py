@@ -18,7 +18,7 @@ from evaluators.contract import read_record
 from evaluators.localize.corroborate import corroborate
 from evaluators.localize.graph import build_graph, find_html_region
 from evaluators.localize.rules import LocalizeConfig
-from evaluators.localize.spans import LOCALIZED_KINDS, Localization, localize
+from evaluators.localize.spans import LOCALIZED_KINDS, SPECTRUM_METHODS, Localization, localize
 from evaluators.localize.tokens import span_mask, token_char_ranges
 from evaluators.localize.weights import WeightConfig, base_weights
 
@@ -91,7 +91,7 @@ def localize_diagnostics(record: dict, method: str = "grounded", task=None,
     graph = build_graph(response, _region(record)) if record.get("extraction") else None
     probes = _probes(task)
     # Inputs only one method reads, gathered only for it.
-    spectrum = _spectrum(record, diagnostics) if method == "sbfl" else None
+    spectrum = _spectrum(record, diagnostics) if method in SPECTRUM_METHODS else None
     bug = _meta(task).get("sft_bug") if method == "oracle" else None
     for d in todo:
         seen = _with_probe_coverage(d, diagnostics)

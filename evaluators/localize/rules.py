@@ -107,6 +107,14 @@ class LocalizeConfig:
         confused (after equal-up-to-separators and same-words-reordered, which always count).
       judge_fuzzy: difflib ratio from which an app line counts as the line a judge quoted,
         when the quote is not in the app as written (``spans_judge``).
+      rank_weights: (fact, weight) pairs of the scored combiner (``rank``, method
+        ``ranked``): what one blame by that kind of fact (``Blame.by``; ``spectrum`` for
+        Ochiai 1, ``other`` for kinds not listed) adds per character.
+      rank_ctx_weight: a context blame's weight relative to a direct one.
+      rank_focus: characters up to which a blame counts fully; a longer one counts
+        (focus / length) ** 0.5 per character.
+      rank_budget: the largest share of the app's characters S_dir may take beyond its
+        top-scoring run.
 
     The word lists are the rules' only knowledge of how apps name things; the platform's own
     vocabulary (DOM properties, event names, what each check reads) stays with the rules as
@@ -136,11 +144,23 @@ class LocalizeConfig:
     role_suffixes: tuple[str, ...] = ("el", "elem", "element", "node", "ref")
     similar_ratio: float = 0.8
     judge_fuzzy: float = 0.8
+    rank_weights: tuple[tuple[str, float], ...] = (
+        ("stack", 3.0), ("flow", 2.0), ("coverage", 1.5), ("graph", 1.0), ("text", 1.0),
+        ("spectrum", 1.0), ("other", 1.0))
+    rank_ctx_weight: float = 0.4
+    rank_focus: int = 300
+    rank_budget: float = 0.05
 
     def __post_init__(self):
         for name in ("disabled_rules", "entry_functions", "kind_words"):
             object.__setattr__(self, name, frozenset(getattr(self, name)))
         object.__setattr__(self, "role_suffixes", tuple(self.role_suffixes))
+        object.__setattr__(self, "rank_weights", tuple(
+            (str(k), float(v)) for k, v in dict(self.rank_weights).items()))
+        if not 0 < self.rank_budget <= 1 or self.rank_focus < 1 or self.rank_ctx_weight < 0:
+            raise ValueError("LocalizeConfig: rank_budget must be in (0, 1], rank_focus >= 1 "
+                             f"and rank_ctx_weight >= 0, got {self.rank_budget}, "
+                             f"{self.rank_focus}, {self.rank_ctx_weight}")
 
     def validate(self) -> "LocalizeConfig":
         """Checks the ids against the registry (once every rule module is imported)."""

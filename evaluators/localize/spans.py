@@ -6,7 +6,7 @@ and the evaluator's diagnostics use. Each span comes with evidence: the rule and
 that ran before a probe failed; ``flow``: data flow among the statements that ran; ``text``:
 matched excerpts) that put it there.
 
-Five methods, selected by name in ``CHAINS`` (``METHODS``):
+Six methods, selected by name in ``CHAINS`` (``METHODS``):
 
 - ``text``: the code graph and the diagnostic's words only (locators, messages, excerpts),
   as RCCA's rubric-to-code localization.
@@ -20,6 +20,8 @@ Five methods, selected by name in ``CHAINS`` (``METHODS``):
 - ``naive``: the baseline: whole functions around the code that queries the failing element.
 - ``oracle``: the credit-assignment testbed's upper bound: exactly the bug injected into the
   task's SFT reference (``oracle``, ``tasks.bugs``), wherever the answer holds it.
+- ``ranked``: ``grounded``'s blame of a probe failure and the spectrum, scored and ranked
+  by one formula (``rank``): S_dir is the top of the ranking within a budget.
 - ``sbfl``: spectrum-based suspiciousness alone (``spectrum``): the statements a failed probe's
   path ran that the fewest passing probes' paths ran. It reads no names; it needs passing
   probes' coverage (``BrowserConfig.coverage_passing``) and localizes probe failures only.
@@ -57,13 +59,14 @@ from evaluators.localize.spans_errors import (
 from evaluators.localize.spans_judge import judge_evidence, judge_naive
 from evaluators.localize.oracle import injected_bug
 from evaluators.localize.spectrum import spectrum_blame
+from evaluators.localize.rank import rank_blame
 from evaluators.localize.spans_writers import writer_blame
 from evaluators.localize.spans_probe import (
     _context_step, _definite_bugs_step, _ground_step, _probe_fallback, _probe_naive,
     _probe_rules,
 )
 
-__all__ = ["CHAINS", "LOCALIZED_KINDS", "METHODS", "RULES", "LocalizeConfig", "Localization",
+__all__ = ["CHAINS", "LOCALIZED_KINDS", "METHODS", "RULES", "SPECTRUM_METHODS", "LocalizeConfig", "Localization",
            "Rule", "Step", "localize", "merge_spans", "ran_functions", "resolve_locator",
            "similar_names", "spans_from_text_evidence", "subtract_spans"]
 
@@ -108,6 +111,9 @@ CHAINS: dict[str, dict[str, Chain]] = {
     "text": _TEXT,
     "grounded": {**_TEXT, "probe_failure": _PROBE_GROUNDED,
                  "page_error": (Step(_page_error_stack),)},
+    # The scored combiner: the grounded chain's blame and the spectrum, ranked (`rank`).
+    "ranked": {**_TEXT, "probe_failure": _PROBE_GROUNDED + (Step(rank_blame, phase="ranking"),),
+               "page_error": (Step(_page_error_stack),)},
     # Spectrum-based suspiciousness alone (needs passing probes' coverage): the baseline
     # that reads no names. Other kinds are not localized by it.
     "sbfl": {"probe_failure": (Step(spectrum_blame),)},
@@ -120,6 +126,8 @@ CHAINS: dict[str, dict[str, Chain]] = {
               "judge_finding": (Step(judge_naive),)},
 }
 METHODS = CHAINS  # the method names (keys) the run config validates against
+# Methods that read the paths of passing probes too (`BrowserConfig.coverage_passing`).
+SPECTRUM_METHODS = frozenset(("sbfl", "ranked"))
 
 
 def localize(graph: CodeGraph, diagnostic: dict, method: str = "grounded",

@@ -18,6 +18,7 @@ import numpy as np
 
 from evaluators.config import EvalConfig
 from evaluators.localize.api import Localizer
+from evaluators.localize.spans import SPECTRUM_METHODS
 from evaluators.localize.tokens import token_bytes
 from evaluators.fleet.pool import EvaluatorPool
 from rcca_jax.train.config import EvaluatorConfig
@@ -72,11 +73,11 @@ def response_text(tokenizer, ids: Sequence[int]) -> tuple[str, bool]:
 
 def eval_config(cfg: EvaluatorConfig, method: str | None = None) -> EvalConfig:
     """The evaluator's config for the run: `cfg.scoring`, with JS coverage on (localization
-    grounds blame in what ran; passing probes' paths too for the `sbfl` method) and at most
+    grounds blame in what ran; passing probes' paths too for the methods that read the spectrum) and at most
     `pages_per_worker` pages admitted regardless."""
     b = cfg.scoring.browser
     browser = dataclasses.replace(b, min_pages=min(b.min_pages, b.pages_per_worker), coverage=True,
-                                  coverage_passing=b.coverage_passing or method == "sbfl")
+                                  coverage_passing=b.coverage_passing or method in SPECTRUM_METHODS)
     return dataclasses.replace(cfg.scoring, browser=browser)
 
 

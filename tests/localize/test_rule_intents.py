@@ -935,6 +935,10 @@ def test_every_rule_states_its_intent():
 
     assert test_corroborate.test_a_handler_only_named_is_context_when_execution_blames_other_code
     stated |= {"judge.corroborate"}
+    from tests.localize import test_rank
+
+    assert test_rank.test_where_independent_facts_meet_is_direct_and_the_rest_context
+    stated |= {"probe.rank"}
     stated |= {rid for rid in RULES if f'"{rid}"' in table}
     assert sorted(set(RULES) - stated) == []
 

@@ -260,7 +260,8 @@ def test_every_rule_is_reached_by_a_chain():
     from evaluators.localize.reach import reach
 
     where = reach()
-    assert where["probe.ground"] == {("grounded", "probe_failure", "grounding")}
+    assert where["probe.ground"] == {(m, "probe_failure", "grounding") for m in ("grounded", "ranked")}
+    assert where["probe.rank"] == {("ranked", "probe_failure", "ranking")}
     assert ("naive", "probe_failure", "rules") in where["probe.naive_queries"]
     assert ("text", "probe_failure", "fallback") in where["probe.naive_queries"]
     assert {k for _, k, _ in where["errors.loops"]} == {"probe_failure", "runtime_failure"}

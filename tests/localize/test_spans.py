@@ -290,7 +290,7 @@ def test_unlocalized_kinds_and_unknown_method(g):
     assert localize(g, {"kind": "no_app"}).evidence == ()
     with pytest.raises(KeyError):
         localize(g, TEXT_AFTER_INC, "guess")
-    assert set(METHODS) == {"text", "grounded", "naive", "sbfl", "oracle"}
+    assert set(METHODS) == {"text", "grounded", "ranked", "naive", "sbfl", "oracle"}
 
 
 def test_text_evidence(g):
