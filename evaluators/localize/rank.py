@@ -51,9 +51,11 @@ def spectrum_units(g: CodeGraph, scores: dict[int, float]) -> list[tuple[Span, f
     compound one (a loop, an `if`) from its start to its first scored statement inside."""
     spans = sorted((g.statements[i], v) for i, v in scores.items())
     out = []
-    for (s, e), v in spans:
-        inner = [t for t, _ in spans if t != (s, e) and s <= t[0] and t[1] <= e]
-        end = min((t[0] for t in inner), default=e)
+    for k, ((s, e), v) in enumerate(spans):
+        # Statements nest or are apart: the next one in text order that starts inside this
+        # one is its first scored statement inside.
+        nxt = next((t for t, _ in spans[k + 1:] if t != (s, e)), None)
+        end = nxt[0] if nxt is not None and nxt[0] < e else e
         if end > s:
             out.append(((s, end), v))
     return out
