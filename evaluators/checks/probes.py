@@ -112,8 +112,9 @@ class ProbeRunner:
 
     def _left(self, want: float) -> float:
         left = self.deadline - monotonic_ms()
-        if left <= want:
-            self._bound = self.deadline
+        # The latest wait decides: one bounded by its own (action) timeout that runs out is
+        # the step's failure, even if an earlier wait of the step was bounded by the probe's.
+        self._bound = self.deadline if left <= want else None
         return max(1.0, min(want, left))
 
     async def load(self, timeout_ms: float) -> None:

@@ -181,7 +181,8 @@ def localize_record(record: dict, method: str = "grounded", tokenizer=None,
     Args:
         record: An evaluator output record (``response``, ``diagnostics``, ``extraction``,
             ``rubrics``; optionally ``token_ids``).
-        method: ``text``, ``grounded``, ``naive``, ``sbfl`` or ``oracle`` (``spans.METHODS``).
+        method: ``text``, ``grounded``, ``ranked``, ``naive``, ``sbfl`` or ``oracle``
+            (``spans.METHODS``).
         tokenizer: A byte-level BPE fast tokenizer; None skips the weights.
         token_ids: The sampled ids [T]; default the record's ``token_ids``, else the
             tokenizer's encoding of the response.

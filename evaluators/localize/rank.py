@@ -17,8 +17,11 @@ It reads no names: only where facts point.
 The characters with the highest score, in runs, form S_dir until S_dir would exceed
 ``budget`` of the app's characters (the top run always); every other blamed character is
 S_ctx. Each S_dir run records the rules whose blame scored it (``probe.rank`` blames it,
-naming them), and the items the ranking did not keep direct stay as context with
-``demoted_by: probe.rank``.
+naming them); direct blame outside the chosen runs moves to the context with
+``demoted_by: probe.rank``, and blame the chain had already demoted (code that did not run
+before the failure) scores nothing. When the top score alone covers more than a quarter of
+the app (``spectrum.MAX_DIR_SHARE``: every statement tied, as with no passing probe to
+contrast), the ranking cannot tell and the chain's own S_dir stands.
 
 Settings (``LocalizeConfig.rank_*``): the weights per fact, the context weight, the focus
 length and the budget. They are settings of one formula, not rules about apps; the
@@ -27,13 +30,14 @@ localization benchmark reports them with the split they were chosen on.
 
 from __future__ import annotations
 
+import bisect
 import math
 
 from evaluators.localize.combine import Blame
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.rules import rule
 from evaluators.localize.spans_common import Ops, _Case
-from evaluators.localize.spectrum import executed, ochiai
+from evaluators.localize.spectrum import MAX_DIR_SHARE, executed, ochiai
 
 Span = tuple[int, int]
 
@@ -54,8 +58,7 @@ def spectrum_units(g: CodeGraph, scores: dict[int, float]) -> list[tuple[Span, f
     for k, ((s, e), v) in enumerate(spans):
         # Statements nest or are apart: the next one in text order that starts inside this
         # one is its first scored statement inside.
-        nxt = next((t for t, _ in spans[k + 1:] if t != (s, e)), None)
-        end = nxt[0] if nxt is not None and nxt[0] < e else e
+        end = min(e, spans[k + 1][0][0]) if k + 1 < len(spans) else e
         if end > s:
             out.append(((s, end), v))
     return out
@@ -82,9 +85,11 @@ def scores(contributions: list[tuple[Span, float]]) -> list[tuple[Span, float]]:
     return out
 
 
-def top_runs(runs: list[tuple[Span, float]], budget_chars: float) -> list[tuple[Span, float]]:
+def top_runs(runs: list[tuple[Span, float]], budget_chars: float,
+             max_chars: float) -> list[tuple[Span, float]] | None:
     """The highest-scoring runs, best first, while their total length stays within
-    `budget_chars` (all runs of the top score, whatever their length)."""
+    `budget_chars` (all runs of the top score, whatever their length); None when the top
+    score alone covers more than `max_chars`: a tie that wide says the scores cannot tell."""
     ranked = sorted(runs, key=lambda r: (-r[1], r[0]))
     if not ranked:
         return []
@@ -97,7 +102,8 @@ def top_runs(runs: list[tuple[Span, float]], budget_chars: float) -> list[tuple[
             used += size
         else:
             break
-    return chosen
+    top = sum(e - s for (s, e), v in chosen if math.isclose(v, best))
+    return None if top > max_chars else chosen
 
 
 def _spectrum_scores(c: _Case) -> dict[int, float]:
@@ -110,30 +116,44 @@ def _spectrum_scores(c: _Case) -> dict[int, float]:
     return {s: v for s, v in ochiai(failing, passing).items() if s in mine}
 
 
+def _overlaps_any(span: Span, units: list[tuple[Span, float]], starts: list[int]) -> bool:
+    """Whether `span` overlaps one of `units` (disjoint, in text order; `starts` theirs)."""
+    k = bisect.bisect_left(starts, span[1]) - 1
+    return k >= 0 and units[k][0][1] > span[0]
+
+
 @rule("probe.rank")
 def rank_blame(c: _Case) -> Ops:
     """Ranks the code by the summed, length-discounted weight of every fact that blamed it
     (and the spectrum); the top within the budget is S_dir, the rest context."""
     cfg = c.cfg
     weights = dict(cfg.rank_weights)
-    items = [i for i in c.items if i.span[1] > i.span[0]]
+    # Blame execution already moved to the context (the code did not run before the
+    # failure) stays context and scores nothing: it is evidence against that code.
+    scored = [i for i in c.items if i.span[1] > i.span[0] and not i.demoted_by]
     contrib = [(i.span, _item_weight(i, weights, cfg.rank_ctx_weight, cfg.rank_focus))
-               for i in items]
+               for i in scored]
     w_spec = weights.get("spectrum", 0.0)
     units = spectrum_units(c.g, _spectrum_scores(c)) if w_spec > 0 else []
-    runs = scores(contrib + [(span, w_spec * v) for span, v in units])
-    if not runs:
-        return
-    chosen = top_runs(runs, cfg.rank_budget * max(1, c.g.region[1] - c.g.region[0]))
-    yield from c.demote(lambda i: True, "; not in the top of the ranking", by="rank")
-    for rank, (span, v) in enumerate(chosen, 1):
-        sources = sorted({i.rule for i in items if i.span[0] < span[1] and span[0] < i.span[1]})
-        if any(u[0] < span[1] and span[0] < u[1] for u, _ in units):
-            sources.append("spectrum")
-        yield from c.add("dir", span, f"rank {rank} (score {v:.2f}) from {', '.join(sources)}",
-                         "rank")
     # The spectrum's own top two tiers as context (what the rules blamed is context already).
     tiers = sorted({v for _, v in units}, reverse=True)[:2]
     for span, v in units:
         if v in tiers:
             yield from c.add("ctx", span, f"Ochiai {v:.2f} over the record's probes", "coverage")
+    app = max(1, c.g.region[1] - c.g.region[0])
+    chosen = top_runs(scores(contrib + [(span, w_spec * v) for span, v in units]),
+                      cfg.rank_budget * app, MAX_DIR_SHARE * app)
+    if not chosen:
+        return  # nothing scored, or a tie too wide to tell: the chain's own S_dir stands
+
+    def kept(i: Blame) -> bool:
+        return any(s <= i.span[0] and i.span[1] <= e for (s, e), _ in chosen)
+
+    yield from c.demote(lambda i: not kept(i), "; not in the top of the ranking", by="rank")
+    starts = [u[0] for u, _ in units]
+    for rank, (span, v) in enumerate(chosen, 1):
+        sources = sorted({i.rule for i in scored if i.span[0] < span[1] and span[0] < i.span[1]})
+        if _overlaps_any(span, units, starts):
+            sources.append("spectrum")
+        yield from c.add("dir", span, f"rank {rank} (score {v:.2f}) from {', '.join(sources)}",
+                         "rank")

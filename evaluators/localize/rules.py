@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import math
 from typing import Any, Callable
 
 
@@ -73,6 +74,11 @@ def declare(rule_id: str, module: str, summary: str) -> str:
         raise ValueError(f"localization rule id {rule_id!r} registered twice")
     RULES[rule_id] = Rule(rule_id, rule_id.split(".")[-1], module, summary)
     return rule_id
+
+
+# The kinds of fact the scored combiner weighs (`LocalizeConfig.rank_weights`): `Blame.by`
+# of the rules' blame, `spectrum` for Ochiai 1, `other` for every kind not listed.
+RANK_FACTS = ("stack", "flow", "coverage", "graph", "text", "spectrum", "other")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,9 +161,14 @@ class LocalizeConfig:
         for name in ("disabled_rules", "entry_functions", "kind_words"):
             object.__setattr__(self, name, frozenset(getattr(self, name)))
         object.__setattr__(self, "role_suffixes", tuple(self.role_suffixes))
-        object.__setattr__(self, "rank_weights", tuple(
-            (str(k), float(v)) for k, v in dict(self.rank_weights).items()))
-        if not 0 < self.rank_budget <= 1 or self.rank_focus < 1 or self.rank_ctx_weight < 0:
+        weights = tuple((str(k), float(v)) for k, v in dict(self.rank_weights).items())
+        for k, v in weights:
+            if k not in RANK_FACTS or not math.isfinite(v) or v < 0:
+                raise ValueError(f"LocalizeConfig.rank_weights: {k!r}: {v} (keys: "
+                                 f"{', '.join(RANK_FACTS)}; weights finite and >= 0)")
+        object.__setattr__(self, "rank_weights", weights)
+        if not (0 < self.rank_budget <= 1 and self.rank_focus >= 1
+                and math.isfinite(self.rank_ctx_weight) and self.rank_ctx_weight >= 0):
             raise ValueError("LocalizeConfig: rank_budget must be in (0, 1], rank_focus >= 1 "
                              f"and rank_ctx_weight >= 0, got {self.rank_budget}, "
                              f"{self.rank_focus}, {self.rank_ctx_weight}")
