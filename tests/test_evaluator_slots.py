@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 
 import pytest
 
@@ -46,7 +47,7 @@ READ = """async () => JSON.stringify({
 
 
 def _cfg(**kw) -> BrowserConfig:
-    return dataclasses.replace(BrowserConfig(), pages_per_worker=1, min_pages=1, **kw)
+    return dataclasses.replace(BrowserConfig(), **{"pages_per_worker": 1, "min_pages": 1, **kw})
 
 
 async def _visit(worker: BrowserWorker, html: str, script: str | None = None,
@@ -168,3 +169,75 @@ def test_cancelling_a_page_again_and_again_as_it_ends_still_puts_its_slot_back()
     first, idle, second, slots = asyncio.run(run())
     assert idle == [first], "the cancelled page's slot was not put back"
     assert second is first and slots == 1
+
+
+def _renderers_started(browser_pid: int) -> int:
+    """How many renderer processes the browser has started so far: the highest
+    `--renderer-client-id` among its renderers (ids count up from its first process)."""
+    from benchmarks.proc_cpu import descendants
+
+    best = 0
+    for pid, kind, _ in descendants(browser_pid):
+        if kind != "renderer":
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                # Chromium rewrites its process title: arguments may be joined by spaces.
+                args = f.read().replace(b"\0", b" ").split()
+        except OSError:
+            continue
+        for a in args:
+            if a.startswith(b"--renderer-client-id="):
+                best = max(best, int(a.split(b"=", 1)[1]))
+    return best
+
+
+def test_app_after_app_in_one_slot_starts_no_renderer():
+    # A slot's renderer serves app after app; Chromium's spare renderer (started for a next
+    # navigation that would need a new process, and thrown away again) is off. Before, with
+    # two pages open at once, about one renderer was started per app, each a whole Chromium
+    # start (measured: 41 to 54 for 30 probes; none with one page at a time).
+    async def run():
+        worker = await BrowserWorker(_cfg(pages_per_worker=2, min_pages=2)).start()
+        try:
+            async with worker.page(READER) as (page, watch, _):
+                await page.goto(APP_URL, wait_until="load")
+                pid = watch.browser_pid
+            await asyncio.gather(_visit(worker, READER), _visit(worker, READER))
+            await asyncio.sleep(0.5)
+            first = _renderers_started(pid)
+            for _ in range(6):
+                await asyncio.gather(_visit(worker, READER, READ), _visit(worker, READER, READ))
+                await asyncio.sleep(0.3)  # a spare would be started in this time
+            return first, _renderers_started(pid)
+        finally:
+            await worker.close()
+    first, last = asyncio.run(run())
+    assert first > 0 and last - first <= 1, (first, last)
+
+
+def test_our_disabled_features_keep_playwrights_own():
+    # Chromium reads only the last --disable-features; ours must repeat Playwright's list.
+    from playwright.async_api import async_playwright
+
+    from benchmarks.proc_cpu import descendants
+    from evaluators.config import CHROMIUM, PLAYWRIGHT_DISABLED_FEATURES
+
+    async def playwrights_own() -> set[str]:
+        async with async_playwright() as p:
+            browser = await p.chromium.launch(executable_path=CHROMIUM)
+            try:
+                for pid, kind, _ in descendants(os.getpid()):
+                    if kind == "browser":
+                        with open(f"/proc/{pid}/cmdline", "rb") as f:
+                            for a in f.read().replace(b"\0", b" ").split():
+                                if a.startswith(b"--disable-features="):
+                                    return set(a.decode().split("=", 1)[1].split(","))
+            finally:
+                await browser.close()
+        return set()
+    own = asyncio.run(playwrights_own())
+    ours = [a for a in BrowserConfig().args if a.startswith("--disable-features=")]
+    assert own and set(PLAYWRIGHT_DISABLED_FEATURES) == own
+    assert len(ours) == 1 and own | {"SpareRendererForSitePerProcess"} == \
+        set(ours[0].split("=", 1)[1].split(","))
