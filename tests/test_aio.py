@@ -38,3 +38,45 @@ def test_a_task_that_swallows_cancels_still_ends_and_one_that_never_ends_is_left
         await asyncio.gather(never, return_exceptions=True)
 
     asyncio.run(run())
+
+
+def test_a_probe_cancelled_again_and_again_leaves_no_exception_unretrieved(monkeypatch):
+    # The probe's caller cancels it every half second until it ends (`cancel_and_wait`); a
+    # second cancel used to cut the probe's own ending short: its load-and-run task, which
+    # had swallowed the first cancel, then failed with no one to retrieve the failure.
+    import gc
+    import types
+
+    import evaluators.checks.score as score
+    from evaluators.checks.probes import StepFailure
+
+    async def load_and_run(runner, cov, gate):
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            pass  # swallowed, as a wait_for on Python 3.11 can
+        await asyncio.sleep(0.1)
+        raise StepFailure("failed after the cancel")
+
+    async def watchdog(runner, hang_timeout_ms):
+        await asyncio.sleep(10)
+
+    monkeypatch.setattr(score, "_load_and_run", load_and_run)
+    monkeypatch.setattr(score, "_watchdog", watchdog)
+    unretrieved = []
+
+    async def run():
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _, ctx: unretrieved.append(ctx.get("message")))
+        runner = types.SimpleNamespace(watch=types.SimpleNamespace(hung=False))
+        guarded = asyncio.ensure_future(score._guarded(runner, 1000, None, None))
+        await asyncio.sleep(0.05)
+        await cancel_and_wait(guarded, every_s=0.02)
+        await asyncio.sleep(0.3)
+        gc.collect()
+        await asyncio.sleep(0)
+        return runner.watch.hung
+
+    hung = asyncio.run(run())
+    assert unretrieved == []
+    assert hung is True  # it may still act on the page: never reused

@@ -352,9 +352,17 @@ async def _guarded(runner: ProbeRunner, hang_timeout_ms: int, cov: Coverage | No
         dog.result()  # raises the hang
         return await probe  # the watchdog gave up on a closed page: the probe reports
     finally:
-        # Not gather(): a cancel can be swallowed by the watchdog's wait_for (`aio`).
-        if await cancel_and_wait(probe, dog):
-            runner.watch.hung = True  # still acting on the page: close it, never reuse it
+        # Not gather(): a cancel can be swallowed by the watchdog's wait_for (`aio`). Shielded:
+        # the caller cancels this again every half second (`cancel_and_wait`), and an ending
+        # cut short would leave the probe running, its exception never retrieved.
+        ending = asyncio.ensure_future(cancel_and_wait(probe, dog))
+        try:
+            still = await asyncio.shield(ending)
+        except asyncio.CancelledError:
+            runner.watch.hung = True  # it may still act on the page: close it, never reuse it
+            raise
+        if still:
+            runner.watch.hung = True
 
 
 def _gate_rubric(task: Task) -> int | None:
