@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
+from typing import TextIO
 
 log = logging.getLogger(__name__)
 
@@ -41,3 +43,17 @@ async def cancel_and_wait(*tasks: asyncio.Future, every_s: float = 0.5,
     if pending:
         log.warning("%d task(s) went on after %d cancels; left running", len(pending), rounds)
     return pending
+
+
+def dump_tasks(file: TextIO | None = None, limit: int = 16) -> int:
+    """Writes the stack of every pending task of the running loop to `file` (stderr);
+    returns how many. For a process that has stalled: its coroutines are suspended, so a
+    thread dump (py-spy, gdb) shows only the loop's `select`, never what each task awaits.
+    """
+    out = sys.stderr if file is None else file
+    tasks = [t for t in asyncio.all_tasks() if not t.done()]
+    for t in tasks:
+        print(f"--- {t.get_name()}: {t.get_coro()!r}", file=out)
+        t.print_stack(limit=limit, file=out)
+    out.flush()
+    return len(tasks)

@@ -80,3 +80,26 @@ def test_a_probe_cancelled_again_and_again_leaves_no_exception_unretrieved(monke
     hung = asyncio.run(run())
     assert unretrieved == []
     assert hung is True  # it may still act on the page: never reused
+
+
+def test_dump_tasks_writes_what_each_pending_task_awaits():
+    import io
+
+    from evaluators.aio import dump_tasks
+
+    async def waiting_for_the_gate(gate: asyncio.Event) -> None:
+        await gate.wait()
+
+    async def run() -> tuple[int, str]:
+        gate = asyncio.Event()
+        t = asyncio.ensure_future(waiting_for_the_gate(gate))
+        await asyncio.sleep(0)
+        out = io.StringIO()
+        n = dump_tasks(out)
+        gate.set()
+        await t
+        return n, out.getvalue()
+
+    n, text = asyncio.run(run())
+    assert n == 2  # the test's own task and the waiting one
+    assert "waiting_for_the_gate" in text and "gate.wait()" in text

@@ -18,6 +18,7 @@ import logging
 import multiprocessing as mp
 import os
 import queue
+import signal
 import threading
 import time
 import traceback
@@ -25,6 +26,7 @@ from multiprocessing import connection as mp_connection
 from multiprocessing.connection import Connection
 from typing import Callable, Iterable, Iterator
 
+from evaluators.aio import dump_tasks
 from evaluators.sandbox.browser import BrowserWorker, EvaluatorFault
 from evaluators.config import EvalConfig
 from evaluators.localize.api import Localizer, localize_in_worker
@@ -183,6 +185,9 @@ async def _worker_loop(wid: int, tasks: dict[str, Task], cfg: EvalConfig, jobs: 
             await asyncio.sleep(HEARTBEAT_S)
 
     beat = asyncio.create_task(heartbeat())
+    # `kill -USR1 <worker pid>` writes what every task of this worker awaits to its stderr.
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGUSR1, dump_tasks)
 
     async def one(idx: int, row: dict) -> None:
         task = tasks.get(row.get("task_id"))
