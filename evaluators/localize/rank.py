@@ -37,7 +37,7 @@ from evaluators.localize.combine import Blame
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.rules import rule
 from evaluators.localize.spans_common import Ops, _Case
-from evaluators.localize.spectrum import MAX_DIR_SHARE, executed, ochiai
+from evaluators.localize.spectrum import MAX_DIR_SHARE, case_scores
 
 Span = tuple[int, int]
 
@@ -106,16 +106,6 @@ def top_runs(runs: list[tuple[Span, float]], budget_chars: float,
     return None if top > max_chars else chosen
 
 
-def _spectrum_scores(c: _Case) -> dict[int, float]:
-    spec = c.d.get("spectrum")
-    mine = executed(c.g, c.d.get("coverage"))
-    if not isinstance(spec, dict) or not mine:
-        return {}
-    failing = [executed(c.g, cov) for cov in spec.get("failing") or ()] or [mine]
-    passing = [executed(c.g, cov) for cov in spec.get("passing") or ()]
-    return {s: v for s, v in ochiai(failing, passing).items() if s in mine}
-
-
 def _overlaps_any(span: Span, units: list[tuple[Span, float]], starts: list[int]) -> bool:
     """Whether `span` overlaps one of `units` (disjoint, in text order; `starts` theirs)."""
     k = bisect.bisect_left(starts, span[1]) - 1
@@ -134,7 +124,7 @@ def rank_blame(c: _Case) -> Ops:
     contrib = [(i.span, _item_weight(i, weights, cfg.rank_ctx_weight, cfg.rank_focus))
                for i in scored]
     w_spec = weights.get("spectrum", 0.0)
-    units = spectrum_units(c.g, _spectrum_scores(c)) if w_spec > 0 else []
+    units = spectrum_units(c.g, case_scores(c)) if w_spec > 0 else []
     # The spectrum's own top two tiers as context (what the rules blamed is context already).
     tiers = sorted({v for _, v in units}, reverse=True)[:2]
     for span, v in units:

@@ -75,16 +75,35 @@ def _leaves(g: CodeGraph, chosen: set[int]) -> list[Span]:
             if not any(t != s and s[0] <= t[0] and t[1] <= s[1] for t in spans)]
 
 
+def paths(c: _Case) -> tuple[set[int], list[set[int]], list[set[int]]] | None:
+    """(the case's own path, the failing paths, the passing paths) as statement sets; None
+    without a spectrum or a path of its own."""
+    spec = c.d.get("spectrum")
+    mine = executed(c.g, c.d.get("coverage"))
+    if not isinstance(spec, dict) or not mine:
+        return None
+    failing = [executed(c.g, cov) for cov in spec.get("failing") or ()] or [mine]
+    passing = [executed(c.g, cov) for cov in spec.get("passing") or ()]
+    return mine, failing, passing
+
+
+def case_scores(c: _Case) -> dict[int, float]:
+    """{statement: Ochiai} over the statements the case's own failing path ran."""
+    got = paths(c)
+    if got is None:
+        return {}
+    mine, failing, passing = got
+    return {s: v for s, v in ochiai(failing, passing).items() if s in mine}
+
+
 @rule("probe.spectrum")
 def spectrum_blame(c: _Case) -> Ops:
     """A failed probe blames the statements its path ran that the fewest passing probes ran
     (the top Ochiai tier) directly, and the next tier as context."""
-    spec = c.d.get("spectrum")
-    mine = executed(c.g, c.d.get("coverage"))
-    if not isinstance(spec, dict) or not mine:
+    got = paths(c)
+    if got is None:
         return
-    failing = [executed(c.g, cov) for cov in spec.get("failing") or ()] or [mine]
-    passing = [executed(c.g, cov) for cov in spec.get("passing") or ()]
+    mine, failing, passing = got
     scores = {s: v for s, v in ochiai(failing, passing).items() if s in mine}
     tiers = sorted(set(scores.values()), reverse=True)[:2]
     js = sum(x.span[1] - x.span[0] for x in c.g.scripts) or len(c.g.text)
