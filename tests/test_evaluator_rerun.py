@@ -186,9 +186,15 @@ def test_a_gate_timed_out_beside_other_pages_is_decided_again_alone():
     assert good["gate"] is None and "runtime_rerun" not in good
     # Hung beside the other app's page, then hung alone too: the second decision stands.
     assert hung["gate"] == "runtime" and hung["reward"] == 0.1
-    assert hung["runtime_rerun"] == {
-        "reason": "timed out while other pages or other work shared the CPU; decided again alone",
-        "first_message": "the page stopped answering after load (no reply in 2000 ms)"}
+    rerun = hung["runtime_rerun"]
+    assert set(rerun) == {"reason", "first_message"}
+    assert rerun["reason"] == ("timed out while other pages or other work shared the CPU; "
+                               "decided again alone")
+    # The gate's own answer check or the probe's watchdog, whichever asks first (on a
+    # loaded machine the watchdog can): both read the same hang.
+    first = rerun["first_message"]
+    assert first.startswith("the page stopped answering after load (") and \
+        "no reply in 2000 ms" in first, first
     assert hung["diagnostics"][0]["reason"] == "hang"
     assert pages == 3  # each app's probe page, then the hung app's gate page alone
     schema = json.loads((EXAMPLES.parent / "schema" / "result.schema.json").read_text())

@@ -45,6 +45,7 @@ from playwright.async_api import Browser, BrowserContext, CDPSession, Page, asyn
 
 from evaluators.sandbox.app_server import APP_ORIGIN, APP_URL, AppServer, is_cdn_url
 from evaluators.config import BrowserConfig
+from evaluators.sandbox.holds import Holds
 from evaluators.sandbox.ending import (end_retired, on_crash, quietly, retrieve, stuck,
                                        unstop)
 from evaluators.sandbox.processes import (CpuMeter, IdleBurn, answers, browser_mark, browser_pid,
@@ -227,7 +228,7 @@ class BrowserWorker:
         self._device: dict = {}
         self._recycle_after, self._max_stuck = recycle_after, max_stuck
         self._cpu = CpuMeter()
-        self._open = 0
+        self._holds = Holds()
         self._open_watches: list[PageWatch] = []
         self._solo = 0  # pages waiting to run, or running, alone
         self._solo_lock = asyncio.Lock()
@@ -312,18 +313,20 @@ class BrowserWorker:
             stuck(gen, "it did not answer as a page ended")
         return not gen.unanswering
 
-    async def _admit(self) -> None:
+    async def _admit(self) -> int:
         """Waits until the CPUs have room for another page (see BrowserConfig.admit_cpu_busy)."""
-        while self._solo or (self._open >= self.cfg.min_pages
+        while self._solo or (self._holds.live() >= self.cfg.min_pages
                              and self._cpu.busy() > self.cfg.admit_cpu_busy):
+            self._holds.waiting()
             await asyncio.sleep(0.1)
-        self._open += 1
+        return self._holds.add()
 
-    async def _admit_alone(self) -> None:
+    async def _admit_alone(self) -> int:
         """Waits until no other page of this browser is open; none opens until this one ends."""
-        while self._open:
+        while self._holds.live():
+            self._holds.waiting()
             await asyncio.sleep(0.05)
-        self._open += 1
+        return self._holds.add(alone=True)
 
     def _opened(self, watch: PageWatch) -> None:
         self._open_watches.append(watch)
@@ -432,11 +435,11 @@ class BrowserWorker:
                 await stack.enter_async_context(self._solo_lock)
                 self._solo += 1
                 stack.callback(self._solo_done)
-                await self._admit_alone()
+                hold = await self._admit_alone()
             else:
                 await stack.enter_async_context(self._sem)
-                await self._admit()
-            stack.callback(self._page_done)
+                hold = await self._admit()
+            stack.callback(self._holds.remove, hold)
             gen = await self._acquire()
             stack.callback(self._release, gen)
             stops = gen.stops
@@ -489,9 +492,6 @@ class BrowserWorker:
 
     def _solo_done(self) -> None:
         self._solo -= 1
-
-    def _page_done(self) -> None:
-        self._open -= 1
 
     async def _new_slot(self, gen: _Generation) -> _Slot:
         try:
