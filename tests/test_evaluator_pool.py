@@ -54,6 +54,26 @@ def test_pool_survives_a_dead_worker_and_keeps_order():
     assert by_model["correct"] == 1.0 and by_model["no code"] == 0.0
 
 
+def test_a_worker_that_keeps_a_row_past_its_deadline_writes_its_task_stacks_first(capfd, caplog):
+    # The deadline is the last resort for a row stalled inside a worker whose loop still
+    # turns; the kill must leave a record of where the row waited.
+    tasks = load_tasks(EXAMPLES / "tasks.jsonl")
+    row = next(r for r in load_responses(EXAMPLES / "responses.jsonl", tasks)
+               if r["model"] == "correct")
+    with EvaluatorPool(tasks, EvalConfig(), workers=1) as pool:
+        assert pool.collect(pool.submit([row]))[0]["status"] == "ok"  # the worker is up
+        first = pool._deadline
+        pool._deadline = lambda r: time.monotonic() + 0.3  # then its usual one, rescored
+        [idx] = pool.submit([row])
+        pool._deadline = first
+        [rec] = pool.collect([idx])
+        assert pool.restarts == 1
+    assert rec["status"] == "ok" and rec["reward"] == 1.0
+    assert any("kept a row past its deadline" in r.getMessage() for r in caplog.records)
+    err = capfd.readouterr().err
+    assert "--- Task" in err and "score_with_retries" in err
+
+
 def test_pool_raises_when_its_workers_cannot_start():
     # No Chromium there: a broken installation is an error, not a pool restarting for ever.
     tasks = load_tasks(EXAMPLES / "tasks.jsonl")

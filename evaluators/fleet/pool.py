@@ -43,6 +43,8 @@ START_ATTEMPTS = 3
 # A worker whose event loop has not turned for this long is stuck (or its
 # browser start hangs): it is killed and its apps are rescored elsewhere.
 STUCK_S = 180.0
+# How long a worker that kept a row past its deadline is given to write its tasks' stacks.
+DUMP_S = 1.0
 
 
 class EvaluatorStartError(RuntimeError):
@@ -411,7 +413,16 @@ class EvaluatorPool:
             stuck = now - slot.last_beat > STUCK_S or overdue
             if not gone and not stuck:
                 continue
-            log.warning("worker %d %s; restarting it", wid, "died" if gone else "stopped answering")
+            silent = now - slot.last_beat > STUCK_S
+            why = ("died" if gone else "stopped answering" if silent
+                   else "kept a row past its deadline")
+            log.warning("worker %d %s; restarting it", wid, why)
+            if not gone and not silent:
+                # Its loop still turns: what each of its tasks awaits goes to its stderr first
+                # (`aio.dump_tasks`), the one record of where a stalled row waited.
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(slot.proc.pid, signal.SIGUSR1)
+                time.sleep(DUMP_S)
             slot.proc.kill()
             slot.proc.join(timeout=15)
             slot.conn.close()
