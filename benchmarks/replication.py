@@ -70,6 +70,9 @@ VARIANTS = {
     "grpo-plain": ["--config.rl.method=grpo", "--config.rl.reward=pass_rate"],
 }
 WINDOW = 3
+# Every arm reports its KL to the SFT policy it starts from (a secondary figure) without
+# it entering the loss (`TrainConfig.kl_measure`; a `--config.train.kl_coef` still can).
+KL_MEASURED = "--config.train.kl_measure=True"
 
 
 def metrics(workdir: Path) -> list[dict]:
@@ -234,7 +237,8 @@ def run_seed(seed: int, args) -> dict[str, dict]:
     that the first arm run here makes."""
     arms = {name: (REPO / args.out / f"seed{seed}" / name,
                    [f"--config={args.config}", f"--config.seed={seed}",
-                    f"--config.rl.steps={args.steps}", *args.launcher, *VARIANTS[name]])
+                    f"--config.rl.steps={args.steps}", KL_MEASURED, *args.launcher,
+                    *VARIANTS[name]])
             for name in args.only}
     out = {n: got for n, (wd, flags) in arms.items() if (got := _finished(wd, flags))}
     base = next((arms[n][0] for n in out if _has_sft(arms[n][0])), None)

@@ -9,8 +9,8 @@ import json
 import types
 
 from benchmarks import replication
-from benchmarks.replication import (SECONDARY, VARIANTS, figure, markdown, paired_bootstrap,
-                                    read_runs, run_seed, secondary, summary)
+from benchmarks.replication import (KL_MEASURED, SECONDARY, VARIANTS, figure, markdown,
+                                    paired_bootstrap, read_runs, run_seed, secondary, summary)
 
 
 def test_the_interval_covers_the_differences_spread_over_seeds_and_tasks():
@@ -67,7 +67,7 @@ def test_finished_arms_are_read_back_not_run_again(tmp_path, monkeypatch):
     for seed in (0, 1):
         for arm in args.only:
             flags = ["--config=c.py", f"--config.seed={seed}", "--config.rl.steps=3",
-                     *VARIANTS[arm]]
+                     KL_MEASURED, *VARIANTS[arm]]
             secondary_metrics = {k: [0.1 * seed, 0.2] for k in SECONDARY.values()}
             (tmp_path / f"seed{seed}" / arm).mkdir(parents=True)
             (tmp_path / f"seed{seed}" / arm / "arm.json").write_text(json.dumps(

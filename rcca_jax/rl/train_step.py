@@ -55,6 +55,9 @@ class TrainConfig:
     kl_coef: float = 0.0
     kl_estimator: str = "k3"   # a key of loss.KL_ESTIMATORS
     kl_ref_dtype: str = ""     # parameters of the frozen reference; "" = the model's compute dtype
+    # Report `loss/kl` against the reference at kl_coef 0 too (it stays out of the loss): a
+    # run's drift from its start, for one more forward per step.
+    kl_measure: bool = False
     micro_batches: int = 1
     logprob_chunk: int = 256
     lr_schedule: str = "constant"  # a key of LR_SCHEDULES (after `warmup_steps` of linear warmup)
@@ -67,6 +70,11 @@ class TrainConfig:
     # The A >= 0 side of the asymmetric rule (`loss.token_weights`); A < 0 rows take the base weights.
     positive_other: float = 1.2
     positive_diagnosed: float = 1.0
+
+
+def uses_reference(cfg: TrainConfig) -> bool:
+    """Whether the step reads the frozen reference's log-probs (`batch['ref_logp']`)."""
+    return bool(cfg.kl_coef) or cfg.kl_measure
 
 
 def _constant_after_warmup(cfg: TrainConfig) -> optax.Schedule:
@@ -138,10 +146,11 @@ def _micro_loss(graphdef, cfg: TrainConfig, temperature: float, params, rest, mb
                                 dual_clip=cfg.dual_clip, denominator=denominator)
     sums = {**w_sums, "entropy": (ent * m).sum(), "tokens": m.sum(),
             "old_logp_diff_max": jnp.where(m > 0, jnp.abs(logp - mb["old_logp"][:, 1:]), 0.0).max()}
-    if cfg.kl_coef:
+    if uses_reference(cfg):
         kl = kl_penalty(logp, mb["ref_logp"][:, 1:], mask, cfg.kl_estimator)
-        loss = loss + cfg.kl_coef * kl
-        sums["kl"] = kl
+        if cfg.kl_coef:
+            loss = loss + cfg.kl_coef * kl
+        sums["kl"] = jax.lax.stop_gradient(kl)
     return loss, (metrics, sums, aux["expert_load"])
 
 
@@ -169,8 +178,9 @@ def train_step(graphdef, cfg: TrainConfig, state: TrainState, batch: dict, *,
     `temperature` is the one the rollouts were sampled at (see the module docstring).
     """
     n_mb = cfg.micro_batches
-    if cfg.kl_coef and "ref_logp" not in batch:
-        raise ValueError("TrainConfig.kl_coef > 0 needs batch['ref_logp'] (reference_logprobs)")
+    if uses_reference(cfg) and "ref_logp" not in batch:
+        raise ValueError("TrainConfig.kl_coef > 0 or kl_measure needs batch['ref_logp'] "
+                         "(reference_logprobs)")
     denominator = loss_denominator(batch["loss_mask"][:, 1:], cfg.agg)
     split = jax.tree.map(lambda a: _split_micro(a, n_mb), batch)
     grad_fn = jax.value_and_grad(
@@ -204,7 +214,7 @@ def train_step(graphdef, cfg: TrainConfig, state: TrainState, batch: dict, *,
         "moe/load": load,
         "optim/learning_rate": learning_rate(cfg)(state.step),
     }
-    if cfg.kl_coef:
+    if uses_reference(cfg):
         out["loss/kl"] = sums["kl"].mean()
     if "w" in sums:  # the final weights, before any normalisation (WEIGHT_NORMS)
         out["weights/mean"] = sums["w"].sum() / tokens

@@ -23,7 +23,7 @@ from rcca_jax.models import Ling
 from rcca_jax.rl.loss import group_advantages
 from rcca_jax.rl.sampler import SamplerConfig, sample
 from rcca_jax.rl.train_step import (Reference, compile_reference_logprobs, compile_train_step,
-                                    init_state, make_reference)
+                                    init_state, make_reference, uses_reference)
 from rcca_jax.state import TrainState, is_abstract
 from rcca_jax.train import batches, multihost
 from evaluators.tasks.bugs import Bug, find
@@ -203,7 +203,7 @@ def _compile(run, model: Ling):
         [np.ones(1)] * n_rows, [np.zeros(1, bool)] * n_rows)
     example = batches.rl_batch([[0]] * n_rows, [np.zeros(1, np.int32)] * n_rows, [np.zeros(1)] * n_rows,
                                np.zeros(n_rows), np.ones(n_rows, bool), localized, cfg.seq_len, 0)
-    if cfg.train.kl_coef:
+    if uses_reference(cfg.train):
         example["ref_logp"] = np.zeros_like(example["old_logp"])
     state, step_fn = compile_train_step(graphdef, cfg.train, state, example, run.mesh,
                                         temperature=cfg.sampler.temperature)
@@ -223,7 +223,7 @@ def run_rl(run, model: Ling, first: int) -> Ling:
     else:
         run.save(start, state, force=True)
     ref = ref_fn = None
-    if cfg.train.kl_coef:
+    if uses_reference(cfg.train):
         ref = _reference(run, state, resumed)
         ref_fn = compile_reference_logprobs(graphdef, ref, example, run.mesh,
                                             chunk=cfg.train.logprob_chunk,

@@ -290,6 +290,21 @@ def test_kl_coef_zero_is_the_plain_step(reference_run):
         run(dataclasses.replace(TRAIN, kl_coef=0.1), make_batch())
 
 
+def test_kl_measured_at_coef_zero_is_reported_and_leaves_the_step_alone(reference_run):
+    state, metrics = reference_run
+    batch = make_batch()
+    batch["ref_logp"] = np.random.RandomState(0).uniform(-5, -1, batch["old_logp"].shape).astype(np.float32)
+    cfg = dataclasses.replace(TRAIN, kl_measure=True)
+    state_m, metrics_m = run(cfg, batch)
+    assert metrics_m["loss/total"] == metrics["loss/total"]
+    for p, a in flat(state).items():
+        np.testing.assert_array_equal(flat(state_m)[p], a)
+    # Random reference log-probs are far from the policy's: a KL that could not be 0.
+    assert float(metrics_m["loss/kl"]) > 0.1
+    with pytest.raises(ValueError, match="ref_logp"):
+        run(cfg, make_batch())
+
+
 def test_weighted_step_matches_a_float64_reference():
     """The step's loss from base weights, diagnosed mask and advantages equals the method's
     objective computed in float64 from the model's logits (final weights by the sign rule)."""
