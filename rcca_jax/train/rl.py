@@ -166,16 +166,23 @@ def reward_metrics(scored: Scored, adv, bugs: dict[str, Bug] | None = None) -> d
     return m
 
 
-def _reference(run, state: TrainState, resumed: bool) -> Reference:
+def _reference(run, state: TrainState, resumed: bool, at_start: bool) -> Reference:
     """The frozen KL reference: the policy RL starts from, saved once beside the checkpoints.
 
     A resumed run restores it (it is not the current policy any more); a new RL stage
-    copies its initial policy in `train.kl_ref_dtype` (default the compute dtype).
+    copies its initial policy in `train.kl_ref_dtype` (default the compute dtype), and so
+    does a run resumed at the RL start with no reference saved (stopped before it was
+    written, or a workdir forked from another run's RL-start checkpoint): its policy is
+    still the initial one.
     """
     dtype = jnp.dtype(run.cfg.train.kl_ref_dtype or run.model_cfg.dtype)
     ckpt = ocp.StandardCheckpointer()
     path = (run.workdir / "reference").absolute()
-    if resumed:
+    if resumed and not path.exists() and not at_start:
+        raise FileNotFoundError(f"{path}: the KL reference of this RL stage is missing, and the "
+                                "run resumes after its start, where the policy is not the "
+                                "reference any more")
+    if resumed and path.exists():
         target = jax.eval_shape(lambda s: make_reference(s, dtype), state)
         shard = None
         if run.mesh is not None:
@@ -224,7 +231,7 @@ def run_rl(run, model: Ling, first: int) -> Ling:
         run.save(start, state, force=True)
     ref = ref_fn = None
     if uses_reference(cfg.train):
-        ref = _reference(run, state, resumed)
+        ref = _reference(run, state, resumed, at_start=first == start)
         ref_fn = compile_reference_logprobs(graphdef, ref, example, run.mesh,
                                             chunk=cfg.train.logprob_chunk,
                                             temperature=cfg.sampler.temperature,
