@@ -135,6 +135,31 @@ def test_two_steps_then_resume_exactly(tmp_path):
         assert m_part[3][key] == pytest.approx(m_full[3][key], rel=1e-5, abs=1e-7), key
 
 
+@pytest.mark.browser
+@pytest.mark.slow
+@pytest.mark.timeout(2400)  # two launcher runs on 2 cores
+def test_a_run_forked_at_the_end_of_sft_makes_its_kl_reference_there(tmp_path):
+    """The replication's arms start from a copy of the first arm's workdir cut back to its
+    RL-start checkpoint, which holds no KL reference: the run makes it from that policy
+    (it used to fail, looking for the reference to restore) and goes on exactly."""
+    from benchmarks.replication import first_rl_step, fork_at_sft
+
+    flags = ("--config.rl.steps=1", "--config.train.kl_measure=True")
+    first = tmp_path / "first"
+    p = launch(first, *flags)
+    assert p.returncode == 0, p.stderr[-3000:]
+    step = first_rl_step(first)
+    fork = tmp_path / "fork"
+    fork_at_sft(first, fork, step)
+    assert (first / "reference").is_dir() and not (fork / "reference").exists()
+    p2 = launch(fork, *flags)
+    assert p2.returncode == 0, p2.stderr[-3000:]
+    assert (fork / "reference").is_dir()
+    a, b = metrics(first)[step], metrics(fork)[step]
+    for key in ("loss/pg", "loss/kl", "reward/mean", "optim/grad_norm"):
+        assert b[key] == pytest.approx(a[key], rel=1e-5, abs=1e-7), key
+
+
 def test_the_evaluator_config_is_nested_and_settable():
     """The evaluator's own EvalConfig is a section of the run's: every field is there to set
     (as on the command line), and the run reads what was set."""
