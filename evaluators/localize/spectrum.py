@@ -92,7 +92,11 @@ def case_scores(c: _Case) -> dict[int, float]:
     got = paths(c)
     if got is None:
         return {}
-    mine, failing, passing = got
+    return _own_scores(*got)
+
+
+def _own_scores(mine: set[int], failing: list[set[int]],
+                passing: list[set[int]]) -> dict[int, float]:
     return {s: v for s, v in ochiai(failing, passing).items() if s in mine}
 
 
@@ -103,8 +107,8 @@ def spectrum_blame(c: _Case) -> Ops:
     got = paths(c)
     if got is None:
         return
-    mine, failing, passing = got
-    scores = {s: v for s, v in ochiai(failing, passing).items() if s in mine}
+    _, failing, passing = got
+    scores = _own_scores(*got)
     tiers = sorted(set(scores.values()), reverse=True)[:2]
     js = sum(x.span[1] - x.span[0] for x in c.g.scripts) or len(c.g.text)
     for rank, tier in enumerate(tiers):

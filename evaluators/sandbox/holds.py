@@ -4,8 +4,9 @@ Admission (`BrowserWorker._admit`, `_admit_alone`) counts open pages. A bare cou
 tell a page still in use from one whose holder went away without closing it, and a page
 waiting to run alone then waits for a count that never comes down: the worker's other
 pages queue behind it and the worker scores nothing more, while its event loop and
-heartbeat turn as if all were well (one chaos run lost four rows this way, with nothing
-in the log to say where they waited). Here each admitted page is held by a task:
+heartbeat turn as if all were well (a chaos run lost four rows in a stall that looked like
+this, its cause unproven, with nothing in the log to say where they waited). Here each
+admitted page is held by a task:
 
 - a hold whose task has ended is stale: it is dropped, with a warning (`live`);
 - a hold older than `report_s` while another page waits for admission is reported once,
