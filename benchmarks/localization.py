@@ -127,6 +127,21 @@ def make_mutants(records: list[dict], cfg: BenchConfig) -> list[dict]:
     return [row for seed in cfg.seeds for row in _mutants(records, cfg, seed)]
 
 
+def split_mutants(originals: list[dict], cfg: BenchConfig) -> tuple[list[dict], list[dict]]:
+    """The scored originals of ``cfg.split``'s tasks and the mutants to score for them.
+
+    Mutants are drawn from every task's passing answers (one generator runs through them all)
+    and the split is taken afterwards, so that `--split dev` or `held-out` scores the very
+    mutants those tasks got in a `--split all` run of the same seed.
+    """
+    def in_split(task_id: str) -> bool:
+        return cfg.split == "all" or held_out(task_id) == (cfg.split == "held-out")
+
+    drawn = make_mutants([r for r in originals if all_pass(r)], cfg)
+    return ([r for r in originals if in_split(r["task_id"])],
+            [m for m in drawn if in_split(m["task_id"])])
+
+
 def _mutants(records: list[dict], cfg: BenchConfig, seed: int) -> list[dict]:
     rng = random.Random(seed)
     rows = []
@@ -372,15 +387,13 @@ def speed(records: list[dict], tasks: dict[str, Task], tok,
 def run(cfg: BenchConfig) -> None:
     t0 = time.perf_counter()
     tasks = load_tasks(DATA / "tasks.jsonl")
-    first = {t for t in list(tasks)[:cfg.tasks]
-             if cfg.split == "all" or held_out(t) == (cfg.split == "held-out")}
+    first = set(list(tasks)[:cfg.tasks])
     rows = [r for m in cfg.models for r in load_responses(DATA / "answers" / f"{m}.jsonl", tasks)
             if r["task_id"] in first]
-    originals = score_cached(rows, tasks, cfg, fresh=cfg.fresh)
+    originals, drawn = split_mutants(score_cached(rows, tasks, cfg, fresh=cfg.fresh), cfg)
     passing = [r for r in originals if all_pass(r)]
     print(f"{len(passing)} of {len(originals)} answers pass every probe", file=sys.stderr)
-    mutants = score_cached(make_mutants(passing, cfg), tasks, cfg,
-                           fresh=cfg.fresh or cfg.fresh_mutants)
+    mutants = score_cached(drawn, tasks, cfg, fresh=cfg.fresh or cfg.fresh_mutants)
     kept = [m for m in mutants if caught(m)]
     hangs = sum(1 for m in mutants if not all_pass(m) and not caught(m))
     tok = train_tokenizer([r["response"] for r in originals])

@@ -1,9 +1,10 @@
 """How often does the same response get a different verdict? Re-scoring, alone and under load.
 
-  python benchmarks/reward_noise.py [--model gpt-4o] [--apps 30] [--repeats 3]
+  python benchmarks/reward_noise.py [--model gpt-4o] [--apps 30] [--skip 0] [--repeats 3]
       [--workers 1 --pages 4] [--no-load | --only-load] [--load-nice 10]
 
-Scores the same `--apps` InteractScience answers `--repeats` times with the evaluator's default
+Scores the same `--apps` InteractScience answers (after the first `--skip`, so that a later run
+can add answers no earlier run scored) `--repeats` times with the evaluator's default
 settings (the rubrics the gated reward needs, as in RL), first alone, then while the policy's
 train step and sampler run on the same cores (`benchmarks/rl_step.py` in a loop, as the
 training loop runs them beside scoring, its XLA threads at the loop's niceness:
@@ -104,6 +105,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="gpt-4o")
     ap.add_argument("--apps", type=int, default=30)
+    ap.add_argument("--skip", type=int, default=0,
+                    help="leave out the model's first N answers (those an earlier run scored)")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--workers", type=int, default=1)
     ap.add_argument("--pages", type=int, default=EvalConfig().browser.pages_per_worker)
@@ -114,7 +117,7 @@ def main() -> None:
                          "(evaluator.compute_nice, 10); -1: left at 0, as before it did")
     a = ap.parse_args()
     tasks = load_tasks(DATA / "tasks.jsonl")
-    rows = load_responses(DATA / "answers" / f"{a.model}.jsonl", tasks)[:a.apps]
+    rows = load_responses(DATA / "answers" / f"{a.model}.jsonl", tasks)[a.skip:a.skip + a.apps]
     cfg = EvalConfig()
     cfg = dataclasses.replace(cfg, browser=dataclasses.replace(cfg.browser,
                                                                pages_per_worker=a.pages))
@@ -134,7 +137,7 @@ def main() -> None:
     body = [[g, *(f"{r[g][0]}/{r[g][1]} ({r[g][0] / max(1, r[g][1]):.1%})" for r in
                   results.values())] for g in groups]
     body.append(["responses with an evaluator error", *(r["errors"][0] for r in results.values())])
-    print(f"{len(rows)} answers of {a.model}, each scored {a.repeats} times per condition\n")
+    print(f"{len(rows)} answers of {a.model} (from answer {a.skip}), each scored {a.repeats} times per condition\n")
     print(table(head, body))
     for name, lines in listing.items():
         print(f"\n{name} ({seconds[name]:.0f} s): {len(lines)} flipped")

@@ -68,3 +68,31 @@ def test_the_held_out_split_is_fixed_by_the_task_id():
     share = sum(map(held_out, ids)) / len(ids)
     assert 0.35 < share < 0.45
     assert [held_out(t) for t in ids] == [held_out(t) for t in ids]
+
+
+
+def test_a_split_scores_the_mutants_its_tasks_get_in_a_run_of_every_task():
+    """`--split dev` / `held-out` must score the mutants those tasks got in `--split all`."""
+    import dataclasses
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.localization import BenchConfig, split_mutants
+
+    def record(i: int) -> dict:
+        app = APP.replace("count", f"count{i}").replace("step", f"step{i}")
+        ext = extract_app(app)
+        return {"task_id": f"t{i}", "model": "m", "response": app, "status": "ok", "gate": None,
+                "rubrics": [{"verdict": "pass"}], "extraction": {"start": ext.start, "end": ext.end}}
+
+    recs = [record(i) for i in range(12)]
+    assert {held_out(r["task_id"]) for r in recs} == {False, True}  # both splits present
+    cfg = BenchConfig(faults="all", seeds=(0,))
+    key = lambda m: (m["task_id"], m["mutation"]["kind"], m["response"])  # noqa: E731
+    _, every = split_mutants(recs, cfg)
+    assert len(every) > len(recs)
+    for split in ("dev", "held-out"):
+        kept, drawn = split_mutants(recs, dataclasses.replace(cfg, split=split))
+        assert {r["task_id"] for r in kept} == {r["task_id"] for r in recs
+                                                if held_out(r["task_id"]) == (split == "held-out")}
+        assert sorted(map(key, drawn)) == sorted(key(m) for m in every
+                                                 if held_out(m["task_id"]) == (split == "held-out"))
