@@ -96,6 +96,11 @@ _NULL_READ = re.compile(r"Cannot (?:read|set) propert(?:y|ies) of (?:null|undefi
 _UNDEFINED_ITEM = re.compile(r"of undefined \(reading '([^']*)'\)")
 _UNBOUND = re.compile(r"([A-Za-z_$][\w$.]*) is not (?:defined|a function|a constructor)")
 _STACK_OVERFLOW = "Maximum call stack size exceeded"
+# A web API (WebIDL binding) refusing its call: its arguments, or the receiver's state.
+_REJECTED_CALL = re.compile(r"Failed to execute '([^']+)' on '[^']+'")
+# JsException fields added after records were written: a record may lack them (readers take
+# them from the message: `JsException.from_json`), so the schema does not require them.
+_EXCEPTION_FIELDS_ADDED = ("rejected_call",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -111,6 +116,8 @@ class JsException:
       undefined_item: The property read on an undefined value (``a[i].k`` past the end).
       unbound_name: The name that is not defined / not a function / not a constructor.
       stack_overflow: ``Maximum call stack size exceeded``.
+      rejected_call: The web API operation that refused the call (``addEventListener`` for
+        ``Failed to execute 'addEventListener' on 'EventTarget': parameter 2 ...``), if any.
       thrown: What the thrown value itself may have been (for a stackless throw).
     """
 
@@ -122,6 +129,7 @@ class JsException:
     undefined_item: str | None = None
     unbound_name: str | None = None
     stack_overflow: bool = False
+    rejected_call: str | None = None
     thrown: tuple[str, ...] = ()
 
     @classmethod
@@ -130,12 +138,14 @@ class JsException:
         null = _NULL_READ.search(message)
         item = _UNDEFINED_ITEM.search(message)
         unbound = _UNBOUND.search(message)
+        rejected = _REJECTED_CALL.search(message)
         return cls(name=name, message=message[:1000], null_read=null is not None,
                    read_property=null.group(1) if null else None,
                    null_name=null.group(2) if null else None,
                    undefined_item=item.group(1) if item else None,
                    unbound_name=unbound.group(1) if unbound else None,
                    stack_overflow=_STACK_OVERFLOW in message,
+                   rejected_call=rejected.group(1) if rejected else None,
                    thrown=_thrown_texts(name, message))
 
     def to_json(self) -> dict:
@@ -144,7 +154,10 @@ class JsException:
 
     @classmethod
     def from_json(cls, obj: dict) -> "JsException":
-        """Reads ``to_json``'s object; an unknown or missing field is a ValueError naming it."""
+        """Reads ``to_json``'s object; an unknown field, or a missing name or message, is a
+        ValueError naming it. A field taken from the report that the object lacks (a record
+        written before that field existed) is taken from its message here, as the evaluator
+        now would."""
         fields = {f.name for f in dataclasses.fields(cls)}
         extra = sorted(set(obj) - fields)
         if extra:
@@ -152,7 +165,9 @@ class JsException:
         for k in ("name", "message"):
             if k not in obj:
                 raise ValueError(f"field 'exception': missing field {k!r}")
-        return cls(**{**obj, "thrown": tuple(obj.get("thrown") or ())})
+        now = dataclasses.asdict(cls.from_report(obj["name"], obj["message"]))
+        return cls(**{**now, **obj, "name": exception_name(obj["name"]),
+                      "thrown": tuple(obj["thrown"] if "thrown" in obj else now["thrown"])})
 
 
 def exception_name(name: str | None) -> str:
@@ -392,7 +407,8 @@ def diagnostic_defs() -> dict:
     """The ``$defs`` the dataclasses generate: ``diagnostic`` and ``js_exception``."""
     hints = typing.get_type_hints(JsException)
     js = {"type": "object", "description": JsException.__doc__.splitlines()[0],
-          "required": [f.name for f in dataclasses.fields(JsException)],
+          "required": [f.name for f in dataclasses.fields(JsException)
+                       if f.name not in _EXCEPTION_FIELDS_ADDED],
           "additionalProperties": False,
           "properties": {f.name: _schema_of_type(hints[f.name])
                          for f in dataclasses.fields(JsException)}}

@@ -29,6 +29,9 @@ REPO = Path(__file__).resolve().parents[1]
     ("TypeError", "canvas.getContext is not a function", {"unbound_name": "canvas.getContext"}),
     ("RangeError", "Maximum call stack size exceeded", {"stack_overflow": True}),
     ("Error", "Uncaught 7", {"unbound_name": None, "stack_overflow": False}),
+    ("TypeError", "Failed to execute 'addEventListener' on 'EventTarget': parameter 2 is not of "
+     "type 'Object'.", {"rejected_call": "addEventListener", "null_read": False}),
+    ("TypeError", "Cannot read properties of null (reading 'x')", {"rejected_call": None}),
 ])
 def test_v8_reports_are_taken_apart(name, message, want):
     exc = JsException.from_report(name, message)
@@ -213,3 +216,13 @@ def test_exception_names_drop_the_report_prefix():
     assert exception_name(None) == exception_name("") == "Error"
     assert JsException.from_report("Uncaught TypeError", "e.f is not a function").name == \
         "TypeError"
+
+
+def test_an_exception_written_before_a_field_existed_reads_it_from_its_message():
+    report = "Failed to execute 'appendChild' on 'Node': parameter 1 is not of type 'Node'."
+    new = JsException.from_report("TypeError", report).to_json()
+    old = {k: v for k, v in new.items() if k != "rejected_call"}
+    assert JsException.from_json(old) == JsException.from_json(new)
+    assert JsException.from_json(old).rejected_call == "appendChild"
+    # What a record holds is kept as written, never recomputed over.
+    assert JsException.from_json({**new, "rejected_call": None}).rejected_call is None

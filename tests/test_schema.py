@@ -311,7 +311,7 @@ def _valid_record() -> dict:
              "exception": {"name": "TypeError", "message": "x", "null_read": False,
                            "read_property": None, "null_name": None, "undefined_item": None,
                            "unbound_name": None, "stack_overflow": False,
-                           "thrown": ["TypeError: x", "x"]},
+                           "rejected_call": None, "thrown": ["TypeError: x", "x"]},
              "frames": [{"function": "f", "url": "http://app.rcca.local/index.html", "line": 1,
                          "column": 15, "in_app": True, "offset": 28},
                         {"function": "<anonymous>", "url": "https://cdn.example/lib.js",

@@ -18,7 +18,7 @@ import re
 from typing import Iterable, Sequence
 
 from evaluators.checks.steps import compared_saves, flat_steps
-from evaluators.contract import Reason, exception_name
+from evaluators.contract import JsException, Reason, exception_name
 from evaluators.localize.combine import (  # noqa: F401  (re-exported to the rule modules)
     Blame, Combiner, Demote, Drop, Localization, Ops, merge_spans, subtract_spans,
 )
@@ -372,10 +372,16 @@ def _step_checks(step: dict, probe: dict | None, index: int | None) -> list[tupl
 
 def exception_of(d: dict) -> dict:
     """The fields of a diagnostic's thrown exception (`evaluators.contract.JsException`);
-    {} when it has none. The name is read through `exception_name`, so records written
-    before names were normalised read the same."""
+    {} when it has none. The name is read through `exception_name`, and a field that a
+    record written before it existed lacks is taken from the report by the contract's own
+    parser, so older records read the same as new ones."""
     e = d.get("exception")
-    return {**e, "name": exception_name(e.get("name"))} if isinstance(e, dict) else {}
+    if not isinstance(e, dict):
+        return {}
+    try:
+        return JsException.from_json(e).to_json()
+    except (TypeError, ValueError):  # not the contract's object: what it holds, as it is
+        return {**e, "name": exception_name(e.get("name"))}
 
 
 def _failure(g: CodeGraph, d: dict, probe: dict | None) -> _Failure:

@@ -495,7 +495,21 @@ def _page_error_stack(c: _Case) -> Ops:
     yield from _unreached_writers(c, head, [f["offset"] for f in frames], "stack")
     yield from _unset_state(c, head, [f["offset"] for f in frames], "stack")
     yield from _library_arguments(c, head, "stack")
+    yield from _rejected_call(c, top, "stack")
     yield from _named_in_message(c, "stack")
+
+
+@rule("errors.rejected_call")
+def _rejected_call(c: _Case, top: int, by: str) -> Ops:
+    """A web API refused its call (``Failed to execute 'addEventListener' on ...``): the call
+    at the top in-app frame, arguments and callbacks included, since what it was handed (or
+    in which order) is what the browser refused; the statement's head alone leaves them out."""
+    name = exception_of(c.d).get("rejected_call")
+    calls = [k for k in c.g.calls if k.kind == "call" and k.span[0] <= top < k.span[1]
+             and re.split(r"[.?\s]+", k.callee_text.strip())[-1] == name] if name else []
+    if calls:
+        call = min(calls, key=lambda k: k.span[1] - k.span[0])
+        yield from c.add("dir", call.span, f"the call {name} refused", by)
 
 
 @rule("errors.page_error_text")

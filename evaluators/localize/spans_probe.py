@@ -446,18 +446,42 @@ def binding_cut_short(c: _Case, f: _Failure, ran: set[int]) -> Ops:
     that function first (at load, before coverage counts), so the binding never ran. Each
     is blamed directly, the condition it runs under as context."""
     flow = c.g.flow
-    for b in _bindings_for(c.g, f.actors, f.action):
+    bindings = _bindings_for(c.g, f.actors, f.action)
+    if not bindings and f.action:  # none on Y: those for the action on a target not resolved
+        events = _ACTION_EVENTS.get(f.action, frozenset())
+        bindings = [b for b in c.g.event_bindings if not b.elements and not b.global_target
+                    and (b.event or "").lower() in events]
+    for b in bindings:
         if b.handler is None or b.handler in ran or b.function is None:
             continue
-        k = flow.statement_at(b.span[0], b.function)
-        for j in flow.exits_before(k) if k is not None else ():
+        for j in _exits_on_the_way(c.g, flow.statement_at(b.span[0], b.function)):
             st = flow.statements[j]
             # It ran at load, which coverage does not count: no function to demote it by.
-            yield from c.add("dir", st.span, f"can end the function before it binds "
+            yield from c.add("dir", st.span, f"can end a function before it binds "
                              f"{b.target_text[:40]}'s handler, which did not run", "coverage")
             if st.parent is not None:
                 yield from c.add("ctx", flow.statements[st.parent].head,
                                  "decides whether that return runs", "coverage")
+
+
+def _exits_on_the_way(g, k: int | None, depth: int = 3) -> list[int]:
+    """The ``return`` and ``throw`` statements that can keep statement ``k`` from running:
+    those before it in its function and, up to ``depth`` callers up, those before each call
+    of that function (a binding made in ``setup()`` never runs when ``init()`` returns before
+    it calls ``setup()``)."""
+    flow, out, seen = g.flow, [], set()
+    todo = [(k, depth)]
+    while todo:
+        k, left = todo.pop()
+        if k is None or k in seen:
+            continue
+        seen.add(k)
+        out += [j for j in flow.exits_before(k) if j not in out]
+        fn = flow.statements[k].function
+        if left and fn is not None:
+            todo += [(flow.statement_at(call.span[0], call.caller), left - 1)
+                     for call in g.calls_to(fn) if call.caller is not None]
+    return out
 
 
 @rule("probe.nothing_ran")

@@ -425,6 +425,41 @@ function wire() {
 document.addEventListener('DOMContentLoaded', wire);
 </script>"""
 
+# The binding is made in wire(); start() can return before it calls wire().
+CALLER_CUT = """<input id="s" type="range"><span id="out">0</span>
+<script>
+function wire() {
+  const s = document.getElementById('s');
+  s.addEventListener('input', () => { document.getElementById('out').textContent = s.value; });
+}
+function start() {
+  if (!document.body.dataset.ready) return;
+  wire();
+}
+document.addEventListener('DOMContentLoaded', start);
+</script>"""
+
+# The handler is bound to items of a list the graph cannot resolve to #s.
+LIST_CUT = """<input id="s" type="range"><span id="out">0</span>
+<script>
+function wire(list) {
+  list.forEach((c) => {
+    if (!c.dataset.ready) return;
+    c.addEventListener('input', () => { document.getElementById('out').textContent = c.value; });
+  });
+}
+wire(Array.from(document.getElementsByTagName('input')));
+</script>"""
+
+REFUSED = """<span id="out"></span><script>
+function wire() {
+  document.addEventListener((e) => {
+    document.getElementById('out').textContent = 'up';
+  }, 'pointerup');
+}
+wire();
+</script>"""
+
 LOOKUP = """<span id="out"></span><script>
 const PALETTES = {warm: ['red']};
 let palette = null;
@@ -686,6 +721,25 @@ ROWS = {
                       {"do": "click", "locator": "#dec"}),
         direct=("document.getElementById('inc').addEventListener('click', ",),
         spared=("const theme = 'dark';",), method="text"),
+    "a return in the caller before the call that makes the handler's binding": Row(
+        CALLER_CUT, "probe.binding_cut_short",
+        {**probe_failure({"expect": "text", "locator": "#out", "value": "5"},
+                         {"do": "fill", "locator": "#s", "value": "5"}),
+         "coverage": {"functions": []}},
+        direct=("return;",), context=("if (!document.body.dataset.ready)",)),
+    "a return before a binding on a target no lookup resolves": Row(
+        LIST_CUT, "probe.binding_cut_short",
+        {**probe_failure({"expect": "text", "locator": "#out", "value": "5"},
+                         {"do": "fill", "locator": "#s", "value": "5"}),
+         "coverage": {"functions": []}},
+        direct=("return;",), context=("if (!c.dataset.ready)",)),
+    "a call a web API refused, its arguments included": Row(
+        REFUSED, "errors.rejected_call",
+        page_error("uncaught TypeError: Failed to execute 'addEventListener' on 'EventTarget': "
+                   "parameter 2 is not of type 'Object'.",
+                   _frames(REFUSED, "addEventListener((e)", "wire();")),
+        # The statement's head stops at the callback; the refused order ends after it.
+        direct=("'pointerup'", "document.getElementById('out').textContent = 'up';")),
 }
 
 # Two buttons share show(); the failing probe clicked #b, the passing one #a. Names say
@@ -953,3 +1007,15 @@ def test_an_exception_name_with_its_report_prefix_reads_as_the_constructor_name(
     for diag in (row.diagnostic, old):
         loc = localize(build_graph(row.app), diag, row.method)
         assert _overlaps(box, _by(loc, "errors.library_arguments", "dir"))
+
+
+def test_a_record_written_before_a_field_of_the_exception_existed_reads_the_same():
+    # `rejected_call` came after records were scored: the reader takes it from the report
+    # with the contract's parser, so an older record is localized like a new one.
+    row = ROWS["a call a web API refused, its arguments included"]
+    old = dict(row.diagnostic, exception={k: v for k, v in row.diagnostic["exception"].items()
+                                          if k != "rejected_call"})
+    refused = _code(row.app, "'pointerup'")
+    for diag in (row.diagnostic, old):
+        loc = localize(build_graph(row.app), diag, row.method)
+        assert _overlaps(refused, _by(loc, "errors.rejected_call", "dir"))
