@@ -24,9 +24,10 @@ from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span
 from evaluators.contract import UNCAUGHT
 from evaluators.localize.spans_common import (
-    _SELECTOR_NAME, _Case, _fn_at, _norm, Localization, Ops, exception_of, ran_functions,
+    _SELECTOR_NAME, _Case, _fn_at, Localization, Ops, exception_of, ran_functions,
     similar_names,
 )
+from evaluators.localize.spans_calls import _library_arguments, _rejected_call
 from evaluators.localize.spans_unset import _unset_state, unset_state_at
 
 _LOAD_EVENTS = frozenset(("load", "domcontentloaded", "readystatechange", "pageshow"))
@@ -362,70 +363,6 @@ def _named_in_message(c: _Case, by: str) -> Ops:
             yield from c.add("ctx", v.decl, f"{v.name} is named like the missing {name}", by)
 
 
-@rule("errors.library_arguments")
-def _library_arguments(c: _Case, stmt: Span, by: str) -> Ops:
-    """An exception raised inside a library: what the app's statement handed it.
-
-    When the top frames are the library's, the first in-app frame is the call into it; an
-    element looked up for that call that is the wrong one (or none) makes the library fail
-    with a TypeError; a bad value it computed just before (an index, a colour) with any error.
-    """
-    frames = c.d.get("frames") or ()
-    if not frames or frames[0].get("in_app"):
-        return
-    yield from _local_arguments(c, stmt, by)
-    code = c.g.text[stmt[0]:stmt[1]]
-    handed = [q for q in c.g.dom_queries if q.variable and re.search(
-        r"(?<![\w$.])" + re.escape(q.variable) + r"(?![\w$])", code)]
-    yield from _shared_elements(c, handed, by)
-    if exception_of(c.d).get("name") != "TypeError":
-        return
-    for q in handed:
-        yield from c.statement("dir", q.span, f"looks up the element {q.variable} that the failing "
-                               f"library call receives ({q.argument!r})", q.function, by)
-
-
-@rule("errors.shared_elements")
-def _shared_elements(c: _Case, handed: list, by: str) -> Ops:
-    """Other lookups of an element handed to a failing library, stored under the name of a
-    different element (``canvas2D = getElementById('canvas-3d')``): the code using that
-    element for something else (a 2D context on the WebGL canvas) may make the library fail."""
-    g = c.g
-    ids = {_norm(e.id): e.index for e in g.elements if e.id}
-    elements = {x for q in handed for x in q.elements}
-    for q in g.dom_queries:
-        var = (q.variable or "").split(".")[-1]
-        other = ids.get(_norm(var))
-        if q not in handed and set(q.elements) & elements and other is not None and \
-                other not in q.elements:
-            yield from c.statement(
-                "dir", q.span, f"{q.variable} is named after #{g.elements[other].id} "
-                f"but looks up {q.argument!r}, the element handed to the failing "
-                "library", q.function, by)
-
-
-@rule("errors.local_arguments")
-def _local_arguments(c: _Case, stmt: Span, by: str) -> Ops:
-    """The nearest definitions, in the same function, of the local variables a statement
-    hands a library that failed on them (``const i = (j - 2) % 3`` for ``fill(colors[i])``)."""
-    g = c.g
-    flow = g.flow
-    k = flow.statement_at(stmt[0])
-    if k is None:
-        return
-    here = flow.statements[k]
-    for v in sorted(here.uses):
-        var = g.variables[v]
-        if var.is_global or var.kind not in ("let", "const", "var"):
-            continue
-        before = [j for j in flow.definitions_of(v) if flow.statements[j].function ==
-                  here.function and flow.statements[j].span[1] <= here.span[0]]
-        head = flow.statements[before[-1]].head if before else None
-        if head is not None and head[1] - head[0] <= c.cfg.fill_limit:
-            yield from c.add("dir", head, f"computes {var.name}, which the failing library call "
-                             "receives", by)
-
-
 @rule("errors.thrown_values")
 def _thrown_values(c: _Case) -> Ops:
     """An exception without a stack (``throw 1``, ``throw "x"``): the app's ``throw``s.
@@ -497,19 +434,6 @@ def _page_error_stack(c: _Case) -> Ops:
     yield from _library_arguments(c, head, "stack")
     yield from _rejected_call(c, top, "stack")
     yield from _named_in_message(c, "stack")
-
-
-@rule("errors.rejected_call")
-def _rejected_call(c: _Case, top: int, by: str) -> Ops:
-    """A web API refused its call (``Failed to execute 'addEventListener' on ...``): the call
-    at the top in-app frame, arguments and callbacks included, since what it was handed (or
-    in which order) is what the browser refused; the statement's head alone leaves them out."""
-    name = exception_of(c.d).get("rejected_call")
-    calls = [k for k in c.g.calls if k.kind == "call" and k.span[0] <= top < k.span[1]
-             and re.split(r"[.?\s]+", k.callee_text.strip())[-1] == name] if name else []
-    if calls:
-        call = min(calls, key=lambda k: k.span[1] - k.span[0])
-        yield from c.add("dir", call.span, f"the call {name} refused", by)
 
 
 @rule("errors.page_error_text")
