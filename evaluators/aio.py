@@ -45,15 +45,32 @@ async def cancel_and_wait(*tasks: asyncio.Future, every_s: float = 0.5,
     return pending
 
 
-def dump_tasks(file: TextIO | None = None, limit: int = 16) -> int:
-    """Writes the stack of every pending task of the running loop to `file` (stderr);
-    returns how many. For a process that has stalled: its coroutines are suspended, so a
-    thread dump (py-spy, gdb) shows only the loop's `select`, never what each task awaits.
+def dump_tasks(file: TextIO | None = None, limit: int = 64) -> int:
+    """Writes what every pending task of the running loop awaits to `file` (stderr): the
+    task (with the future it waits for) and its whole chain of awaiting coroutines, outermost
+    first; returns how many. For a process that has stalled: its coroutines are suspended, so
+    a thread dump (py-spy, gdb) shows only the loop's `select`, never what each task awaits;
+    and `Task.print_stack` shows a suspended task's outermost coroutine only (3.11), not the
+    call deep inside it that waits.
     """
     out = sys.stderr if file is None else file
     tasks = [t for t in asyncio.all_tasks() if not t.done()]
     for t in tasks:
-        print(f"--- {t.get_name()}: {t.get_coro()!r}", file=out)
-        t.print_stack(limit=limit, file=out)
+        print(f"--- {t.get_name()}: {t!r}", file=out)
+        for line in await_chain(t.get_coro(), limit):
+            print(line, file=out)
     out.flush()
     return len(tasks)
+
+
+def await_chain(coro, limit: int = 64) -> list[str]:
+    """``File "...", line N, in name`` for ``coro`` and each coroutine or generator it awaits
+    in turn (``cr_await``, ``gi_yieldfrom``), down to the one suspended on a future."""
+    lines, obj = [], coro
+    while obj is not None and len(lines) < limit:
+        frame = getattr(obj, "cr_frame", None) or getattr(obj, "gi_frame", None)
+        if frame is not None:
+            lines.append(f'  File "{frame.f_code.co_filename}", line {frame.f_lineno}, '
+                         f"in {frame.f_code.co_name}")
+        obj = getattr(obj, "cr_await", None) or getattr(obj, "gi_yieldfrom", None)
+    return lines

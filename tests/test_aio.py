@@ -90,9 +90,14 @@ def test_dump_tasks_writes_what_each_pending_task_awaits():
     async def waiting_for_the_gate(gate: asyncio.Event) -> None:
         await gate.wait()
 
+    async def deep_inside(gate: asyncio.Event) -> None:
+        await waiting_for_the_gate(gate)
+
     async def run() -> tuple[int, str]:
         gate = asyncio.Event()
-        t = asyncio.ensure_future(waiting_for_the_gate(gate))
+        # The wait sits two coroutines down: the dump must reach it, not stop at the task's
+        # outermost coroutine (all `Task.print_stack` shows of a suspended task).
+        t = asyncio.ensure_future(deep_inside(gate))
         await asyncio.sleep(0)
         out = io.StringIO()
         n = dump_tasks(out)
@@ -102,4 +107,5 @@ def test_dump_tasks_writes_what_each_pending_task_awaits():
 
     n, text = asyncio.run(run())
     assert n == 2  # the test's own task and the waiting one
-    assert "waiting_for_the_gate" in text and "gate.wait()" in text
+    assert "in deep_inside" in text and "in waiting_for_the_gate" in text
+    assert "in wait" in text and "wait_for=<Future pending" in text
