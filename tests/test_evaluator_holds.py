@@ -63,3 +63,45 @@ def test_a_page_held_long_while_another_waits_is_reported_once_with_the_task_sta
     assert len(reports) == 1
     # The holder's own frame is on stderr: what the page waits behind is on record.
     assert "in holder" in capsys.readouterr().err
+
+
+class _SilentContext:
+    """A browser context whose page never opens: a call Chromium never answers. (No real
+    browser can be made to do that on cue; the bound under test is ours.)"""
+
+    def __init__(self):
+        self.closed = False
+
+    async def add_init_script(self, script: str) -> None:
+        return None
+
+    async def new_page(self):
+        await asyncio.Event().wait()
+
+    async def close(self) -> None:
+        self.closed = True
+
+
+def test_a_page_the_browser_never_opens_is_an_evaluator_fault_within_the_answer_limit():
+    import time
+    from types import SimpleNamespace
+
+    from evaluators.sandbox.browser import EvaluatorFault
+
+    context = _SilentContext()
+
+    async def new_context(**_):
+        return context
+
+    async def run() -> float:
+        worker = BrowserWorker(BrowserConfig(browser_answer_timeout_ms=300))
+        worker._device = {}
+        gen = SimpleNamespace(browser=SimpleNamespace(new_context=new_context), slots={},
+                              draining=False, stuck=0)
+        t0 = time.monotonic()
+        with pytest.raises(EvaluatorFault, match="could not open a page"):
+            await asyncio.wait_for(worker._new_slot(gen), 5)
+        return time.monotonic() - t0
+
+    took = asyncio.run(run())
+    assert took < 2 and context.closed  # bounded, and the context does not leak

@@ -494,33 +494,52 @@ class BrowserWorker:
         self._solo -= 1
 
     async def _new_slot(self, gen: _Generation) -> _Slot:
+        """A new context with one page, ready for an app. Each half is bounded by
+        `browser_answer_timeout_ms`: a call the browser never answers (a renderer stopped or
+        killed as it started) would otherwise hold this page's place, and the rerun alone
+        waiting for it, for ever."""
+        ms = self.cfg.browser_answer_timeout_ms
+        limit_s = None if ms is None else ms / 1000
         try:
             # The only TLS peer a page can reach is the mirror, with its self-signed certificate.
-            context = await gen.browser.new_context(**self._device, service_workers="block",
-                                                    accept_downloads=False,
-                                                    ignore_https_errors=True)
+            context = await asyncio.wait_for(gen.browser.new_context(
+                **self._device, service_workers="block", accept_downloads=False,
+                ignore_https_errors=True), limit_s)
         except Exception as e:  # noqa: BLE001 - any failure here is ours
             gen.draining = True
-            raise EvaluatorFault(f"could not open a browser context: {e}") from e
+            raise EvaluatorFault(f"could not open a browser context: {e!r}") from e
         try:
-            # Before any document of the context: the quiet tracker must see every timer.
-            await context.add_init_script(script=QUIET_JS)
-            if self.cfg.random_seed is not None:
-                await context.add_init_script(script=seeded_random_js(self.cfg.random_seed))
-            if self.cfg.trace_writers:
-                await context.add_init_script(script=WRITERS_JS)
-            page = await context.new_page()
-            cdp = await context.new_cdp_session(page)
-            info = await cdp.send("Target.getTargetInfo")
-            slot = _Slot(context, page, cdp, info["targetInfo"]["targetId"],
-                         await enable_cpu_reading(cdp))
-            gen.slots[slot.target_id] = slot
-            slot.cdp.on("Fetch.requestPaused",
-                        lambda ev: asyncio.ensure_future(self._document(slot, ev)))
-            await slot.cdp.send("Fetch.enable", _DOCUMENTS)
+            slot = await asyncio.wait_for(self._slot_in(context, gen), limit_s)
         except Exception as e:  # noqa: BLE001
+            for key in [k for k, v in gen.slots.items() if v.context is context]:
+                del gen.slots[key]
             await self._close_context(context, gen)
-            raise EvaluatorFault(f"could not open a page: {e}") from e
+            raise EvaluatorFault(f"could not open a page: {e!r}") from e
+        self._listen(slot)
+        return slot
+
+    async def _slot_in(self, context: BrowserContext, gen: _Generation) -> _Slot:
+        """Opens the page of a new slot in ``context`` and starts watching its documents."""
+        # Before any document of the context: the quiet tracker must see every timer.
+        await context.add_init_script(script=QUIET_JS)
+        if self.cfg.random_seed is not None:
+            await context.add_init_script(script=seeded_random_js(self.cfg.random_seed))
+        if self.cfg.trace_writers:
+            await context.add_init_script(script=WRITERS_JS)
+        page = await context.new_page()
+        cdp = await context.new_cdp_session(page)
+        info = await cdp.send("Target.getTargetInfo")
+        slot = _Slot(context, page, cdp, info["targetInfo"]["targetId"],
+                     await enable_cpu_reading(cdp))
+        gen.slots[slot.target_id] = slot
+        slot.cdp.on("Fetch.requestPaused",
+                    lambda ev: asyncio.ensure_future(self._document(slot, ev)))
+        await slot.cdp.send("Fetch.enable", _DOCUMENTS)
+        return slot
+
+    def _listen(self, slot: _Slot) -> None:
+        """Routes the slot's page events to whichever app's watch the slot holds."""
+        page = slot.page
         page.on("popup", lambda p: self._popup(p, slot.watch))
         page.on("pageerror", lambda e: slot.watch.on_error(e))
         page.on("crash", lambda _: setattr(slot.watch, "crashed", True))
@@ -531,7 +550,6 @@ class BrowserWorker:
         page.on("request", lambda r: slot.watch.inflight.add(r))
         page.on("requestfinished", lambda r: slot.watch.inflight.discard(r))
         page.on("requestfailed", lambda r: slot.watch.inflight.discard(r))
-        return slot
 
     async def _put_back(self, slot: _Slot, gen: _Generation) -> None:
         """Resets the slot for the next app, or closes its context when in any doubt."""
