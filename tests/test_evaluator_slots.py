@@ -241,3 +241,82 @@ def test_our_disabled_features_keep_playwrights_own():
     assert own and set(PLAYWRIGHT_DISABLED_FEATURES) == own
     assert len(ours) == 1 and own | {"SpareRendererForSitePerProcess"} == \
         set(ours[0].split("=", 1)[1].split(","))
+
+
+def test_a_page_whose_renderer_dies_as_it_opens_is_an_evaluator_fault_not_a_hang(monkeypatch):
+    # Chromium never answers a CDP call to a renderer's domain (`Performance.enable` as the
+    # slot opens) once that renderer is dead. Found in a chaos run: a renderer killed as its
+    # page opened held the page's place, and the rerun alone waiting behind it, for ever.
+    import signal
+    import time
+
+    import evaluators.sandbox.browser as browser_mod
+    from benchmarks.proc_cpu import descendants
+
+    real = browser_mod.enable_cpu_reading
+
+    async def killed_first(cdp):
+        for pid, kind, _ in descendants(os.getpid()):
+            if kind == "renderer":
+                os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.5)
+        return await real(cdp)
+
+    async def run() -> tuple[float, bool]:
+        worker = await BrowserWorker(_cfg(browser_answer_timeout_ms=3000)).start()
+        try:
+            monkeypatch.setattr(browser_mod, "enable_cpu_reading", killed_first)
+            t0 = time.monotonic()
+            with pytest.raises(browser_mod.EvaluatorFault, match="could not open a page"):
+                async with worker.page(READER):
+                    pass
+            took = time.monotonic() - t0
+            monkeypatch.setattr(browser_mod, "enable_cpu_reading", real)
+            async with worker.page(READER) as (page, _watch, _ctx):  # the worker goes on
+                await page.goto(APP_URL, wait_until="load")
+                return took, await page.evaluate("1") == 1
+        finally:
+            await worker.close()
+
+    took, goes_on = asyncio.run(asyncio.wait_for(run(), 60))
+    assert took < 10 and goes_on
+
+
+def test_coverage_that_cannot_start_on_a_dead_renderer_is_an_evaluator_fault(monkeypatch):
+    # The same silence when coverage starts (`Debugger.enable` on the page's renderer).
+    import signal
+
+    import evaluators.checks.score as score_mod
+    from benchmarks.proc_cpu import descendants
+    from evaluators.checks.extract import extract_app
+    from evaluators.config import EvalConfig
+    from evaluators.tasks import parse_task
+
+    real = score_mod.Coverage.start
+
+    async def killed_first(self, context, page):
+        for pid, kind, _ in descendants(os.getpid()):
+            if kind == "renderer":
+                os.kill(pid, signal.SIGKILL)
+        await asyncio.sleep(0.5)
+        return await real(self, context, page)
+
+    monkeypatch.setattr(score_mod.Coverage, "start", killed_first)
+    cfg = EvalConfig()
+    cfg = dataclasses.replace(cfg, browser=dataclasses.replace(
+        _cfg(browser_answer_timeout_ms=3000), coverage=True))
+    task = parse_task({"id": "t", "prompt": "p", "rubrics": [
+        {"id": "r", "text": "x", "kind": "initial", "importance": "core",
+         "probe": {"steps": [{"expect": "visible", "locator": "#pad"}]}}]})
+
+    async def run():
+        worker = await BrowserWorker(cfg.browser).start()
+        try:
+            ext = extract_app(f"```html\n{READER}\n```")
+            return await score_mod.run_rubric(worker, task.rubrics[0], ext, cfg,
+                                              score_mod.Frames(ext))
+        finally:
+            await worker.close()
+
+    with pytest.raises(score_mod.EvaluatorFault, match="coverage started"):
+        asyncio.run(asyncio.wait_for(run(), 60))
