@@ -218,6 +218,12 @@ class BrowserConfig:
     browser_answer_timeout_ms: int | None = 30_000
     random_seed: int | None = 0
 
+    @property
+    def answer_timeout_s(self) -> float | None:
+        """`browser_answer_timeout_ms` in seconds, as `asyncio.wait_for` takes it."""
+        ms = self.browser_answer_timeout_ms
+        return None if ms is None else ms / 1000
+
     def __post_init__(self):
         for name in ("page_reuse", "reset_timeout_ms", "pages_per_worker"):
             if getattr(self, name) < 1:

@@ -105,9 +105,8 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
             cov = Coverage()
             # No app has run on the page yet: one that does not answer is ours (its renderer
             # died; Chromium never answers a CDP call to a dead renderer's domains).
-            ms = b.browser_answer_timeout_ms
             try:
-                await asyncio.wait_for(cov.start(context, page), None if ms is None else ms / 1000)
+                await asyncio.wait_for(cov.start(context, page), b.answer_timeout_s)
             except asyncio.TimeoutError as e:
                 raise EvaluatorFault("the page did not answer as coverage started") from e
         # Alone, the browser's renderers and GPU process serve this page only: the time

@@ -257,8 +257,7 @@ class BrowserWorker:
         mark = browser_mark()
         gen = _Generation(await self._launch(mark), mark=mark)
         gen.pid = await asyncio.to_thread(browser_pid, mark)
-        limit_ms = self.cfg.browser_answer_timeout_ms
-        limit_s = None if limit_ms is None else limit_ms / 1000
+        limit_s = self.cfg.answer_timeout_s
         try:
             gen.session = await asyncio.wait_for(gen.browser.new_browser_cdp_session(), limit_s)
             gen.session.on("Target.targetCrashed", lambda ev: on_crash(gen, ev))
@@ -498,8 +497,7 @@ class BrowserWorker:
         `browser_answer_timeout_ms`: a call the browser never answers (a renderer stopped or
         killed as it started) would otherwise hold this page's place, and the rerun alone
         waiting for it, for ever."""
-        ms = self.cfg.browser_answer_timeout_ms
-        limit_s = None if ms is None else ms / 1000
+        limit_s = self.cfg.answer_timeout_s
         try:
             # The only TLS peer a page can reach is the mirror, with its self-signed certificate.
             context = await asyncio.wait_for(gen.browser.new_context(
