@@ -251,6 +251,8 @@ def build_graph(text: str, region: Span | None = None) -> "CodeGraph":
         element_writes=_own_element_writes(functions, bindings, js_records.element_writes(r)),
         state_vars=js_records.state_vars(r), css_rules=sorted(rules, key=lambda x: x.span),
         statements=statements, variables=variables, var_refs=var_refs, matcher=matcher,
+        dead_ends=sorted(b.collector.dead_ends),
+        properties=sorted(set(b.collector.properties), key=lambda p: p[1]),
     )
 
 
@@ -313,13 +315,18 @@ class CodeGraph:
         elements, scripts, styles, functions, calls, event_bindings, dom_queries,
         element_writes, state_vars, css_rules: Tuples of records in source order.
         statements: Spans of JavaScript statements, sorted.
+        dead_ends: Spans of the ``return``, ``throw``, ``break`` and ``continue`` statements
+            that code after them in the same block can never get past, sorted.
+        properties: ``(name, span, object span)`` of every named property access
+            (``a.b``: ``b``, the span of ``b``, the span of ``a``), by position.
         variables: Every JavaScript binding (``var_refs`` index it); var_refs: their reads
             and writes, in source order.
     """
 
     def __init__(self, *, text: str, region: Span, elements, scripts, styles, functions, calls,
                  event_bindings, dom_queries, element_writes, state_vars, css_rules, statements,
-                 matcher: SelectorMatcher, variables=(), var_refs=()):
+                 matcher: SelectorMatcher, variables=(), var_refs=(), dead_ends=(),
+                 properties=()):
         self.text = text
         self.region = region
         self.elements: tuple[Element, ...] = tuple(elements)
@@ -333,6 +340,8 @@ class CodeGraph:
         self.state_vars: tuple[StateVar, ...] = tuple(state_vars)
         self.css_rules: tuple[CssRule, ...] = tuple(css_rules)
         self.statements: tuple[Span, ...] = tuple(statements)
+        self.dead_ends: tuple[Span, ...] = tuple(dead_ends)
+        self.properties: tuple[tuple[str, Span, Span], ...] = tuple(properties)
         self.variables: tuple[Variable, ...] = tuple(variables)
         self.var_refs: tuple[VarRef, ...] = tuple(var_refs)
         self._matcher = matcher

@@ -66,6 +66,11 @@ class JsCollector:
         self.functions: list[RawFunction] = []
         self.function_at: dict[tuple, int] = {}
         self.statements: list[Span] = []
+        # return/throw/break/continue statements followed, in their block, by code that can
+        # never run (see ``_dead_end``).
+        self.dead_ends: list[Span] = []
+        # (property name, its span, the object's span) of every ``a.b`` in the scripts.
+        self.properties: list[tuple[str, Span, Span]] = []
         # Raw facts; each keeps the scope and the enclosing raw function id.
         self.refs: list[tuple] = []  # (name, scope, span, mode 'r'|'w', site span)
         self.member_refs: list[tuple] = []  # (root name, scope, props, span, mode, site span)
@@ -178,6 +183,8 @@ class JsCollector:
             t = node.type
             if t in STATEMENT_TYPES:
                 self.statements.append(self.span_of(node))
+                if t in _JUMPS and _dead_end(node):
+                    self.dead_ends.append(self.span_of(node))
             handler = handlers.get(t)
             if handler is not None:
                 handler(node, scope, func, stack)
@@ -189,8 +196,19 @@ class JsCollector:
         span = self.span_of(node)
         self.refs.append((node.text.decode("utf-8", "replace"), scope, span, "r", span))
 
+    def _note_properties(self, node, chain: bool) -> None:
+        """Records the property of a member expression, and with ``chain`` those of the member
+        expressions it is the object of (which the walk does not visit)."""
+        while node is not None and node.type == "member_expression":
+            prop, obj = node.child_by_field_name("property"), node.child_by_field_name("object")
+            if prop is not None and obj is not None and prop.type == "property_identifier":
+                self.properties.append((prop.text.decode("utf-8", "replace"),
+                                        self.span_of(prop), self.span_of(obj)))
+            node = obj if chain else None
+
     def _h_member(self, node, scope, func, stack) -> None:
         path = static_path(node)
+        self._note_properties(node, chain=path is not None)
         if path is None:
             for c in node.named_children:
                 stack.append((c, scope, func))
@@ -225,7 +243,10 @@ class JsCollector:
         target = left
         while target is not None and static_path(target) is None:
             target = target.child_by_field_name("object")
+        self._note_properties(left, chain=target is left)
         if target is not None:
+            if target is not left:
+                self._note_properties(target, chain=True)
             root, props = static_path(target)
             if root.type == "identifier":
                 name = root.text.decode("utf-8", "replace")
@@ -452,3 +473,25 @@ def _skip(node, scope, func, stack) -> None:
 def _callable_like(node) -> bool:
     return node is not None and (node.type in FUNCTION_TYPES or node.type in (
         "identifier", "member_expression", "call_expression"))
+
+
+_JUMPS = frozenset(("return_statement", "throw_statement", "break_statement",
+                    "continue_statement"))
+# What may follow a jump in its block and still be reached or harmless: declarations are
+# hoisted, comments and empty statements do nothing.
+_AFTER_JUMP_OK = frozenset(("comment", "empty_statement", "function_declaration",
+                            "generator_function_declaration"))
+
+
+def _dead_end(node) -> bool:
+    """Whether a jump statement is followed, in its ``{...}`` block, by a statement that can
+    never run. Only braced blocks count: after ``case 1: return x;`` the next case is reached."""
+    parent = node.parent
+    if parent is None or parent.type != "statement_block":
+        return False
+    after = node.next_named_sibling
+    while after is not None:
+        if after.type not in _AFTER_JUMP_OK:
+            return True
+        after = after.next_named_sibling
+    return False

@@ -27,7 +27,9 @@ from evaluators.localize.spans_common import (
 from evaluators.localize.spans_errors import _loops
 from evaluators.localize.spans_flow import narrow_to_slice
 from evaluators.localize.spans_forward import follow_actor_value
-from evaluators.localize.spans_smells import blame_definite_bugs
+from evaluators.localize.spans_smells import (
+    blame_definite_bugs, misspelled_properties, unreachable_code,
+)
 from evaluators.localize.spans_wiring import (
     _dangling_queries, _expected_written_elsewhere, _loop_head, _misdirected_queries,
     _unbound_actor,
@@ -369,6 +371,8 @@ def _ground_step(c: _Case) -> Ops:
 
 def _definite_bugs_step(c: _Case) -> Ops:
     yield from blame_definite_bugs(c, c.ran)
+    yield from misspelled_properties(c, c.ran)
+    yield from unreachable_code(c, c.ran)
 
 
 def _context_step(c: _Case) -> Ops:

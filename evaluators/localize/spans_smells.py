@@ -71,3 +71,115 @@ def blame_definite_bugs(c: _Case, ran: set[int] | None) -> Ops:
                 hit_functions.add(q.function)
     yield from c.demote(lambda i: i.fn in hit_functions and i.span == g.functions[i.fn].span,
                         "; narrowed to the value read that cannot work")
+
+
+# Properties and methods of elements (DOM and HTML standards) that scripts commonly use.
+_ELEMENT_NAMES = frozenset((
+    "textContent", "innerHTML", "innerText", "outerHTML", "className", "classList", "style",
+    "id", "title", "hidden", "value", "valueAsNumber", "checked", "disabled", "selected",
+    "selectedIndex", "options", "min", "max", "step", "type", "placeholder", "src", "href",
+    "alt", "width", "height", "dataset", "children", "childNodes", "firstChild", "lastChild",
+    "firstElementChild", "lastElementChild", "parentNode", "parentElement", "nextSibling",
+    "previousSibling", "nextElementSibling", "previousElementSibling", "offsetWidth",
+    "offsetHeight", "offsetLeft", "offsetTop", "clientWidth", "clientHeight", "scrollTop",
+    "scrollLeft", "scrollWidth", "scrollHeight", "tabIndex", "readOnly", "required", "name",
+    "htmlFor", "files", "multiple", "appendChild", "removeChild", "replaceChildren",
+    "replaceChild", "insertBefore", "insertAdjacentHTML", "append", "prepend", "remove",
+    "setAttribute", "getAttribute", "removeAttribute", "toggleAttribute", "hasAttribute",
+    "addEventListener", "removeEventListener", "querySelector", "querySelectorAll",
+    "getContext", "getBoundingClientRect", "focus", "blur", "click", "closest", "contains",
+    "dispatchEvent", "scrollIntoView", "cloneNode", "onclick", "oninput", "onchange",
+    "onsubmit", "onkeydown", "onkeyup", "onmousedown", "onmouseup", "onmousemove",
+))
+# Those no plain object is likely to have: a spelling that differs only in case is a typo
+# whatever the object is (``out.innerhtml = s`` adds a property nobody reads).
+_ELEMENT_ONLY = frozenset(n for n in _ELEMENT_NAMES if len(n) >= 9 and n.lower() != n)
+_BY_LOWER = {n.lower(): n for n in _ELEMENT_NAMES}
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether ``a`` becomes ``b`` by one insertion, deletion or substitution."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    if len(a) > len(b):
+        a, b = b, a
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), len(a))
+    return a[i + (len(a) == len(b)):] == b[i + 1:]
+
+
+def _meant(name: str, on_element: bool) -> str | None:
+    """The element property ``name`` misspells, or None: one differing only in case (on any
+    object for the names only elements have), or, on an element, one edit away."""
+    if name in _ELEMENT_NAMES:
+        return None
+    same = _BY_LOWER.get(name.lower())
+    if same is not None and (on_element or same in _ELEMENT_ONLY):
+        return same
+    if on_element and len(name) >= 5:
+        return next((n for n in sorted(_ELEMENT_NAMES) if len(n) >= 5 and _one_edit(name, n)),
+                    None)
+    return None
+
+
+def _element_holders(g: CodeGraph) -> dict[str, set[int | None]]:
+    """Variables (and paths) holding one exactly known element -> the functions whose lookup
+    stored it there (None: top level, visible everywhere)."""
+    out: dict[str, set[int | None]] = {}
+    for q in g.dom_queries:
+        if q.exact and len(q.elements) == 1 and q.variable:
+            out.setdefault(q.variable, set()).add(q.function)
+    return out
+
+
+def _on_element(g: CodeGraph, holders, obj: tuple[int, int], fn: int | None) -> bool:
+    text = g.text[obj[0]:obj[1]]
+    if any(q.span == obj and q.exact for q in g.dom_queries):
+        return True
+    where = holders.get(text, ())
+    return None in where or fn in where
+
+
+@rule("smells.misspelled_property")
+def misspelled_properties(c: _Case, ran: set[int] | None) -> Ops:
+    """Blames a misspelled element property (``el.innerhtml``, ``input.values``) in a function
+    that ran: the write goes nowhere, the read is undefined, silently. Whole-function blame of
+    that function moves to the context."""
+    if not ran:
+        return
+    g, holders, hit = c.g, _element_holders(c.g), set()
+    for name, span, obj in g.properties:
+        fn = g.enclosing_function(span[0])
+        index = fn.index if fn is not None else None
+        if index is not None and index not in ran:
+            continue
+        meant = _meant(name, _on_element(g, holders, obj, index))
+        if meant is None:
+            continue
+        yield from c.statement("dir", span, f".{name} is not an element property (.{meant} "
+                               "is): the code meant it and silently does something else",
+                               index, "graph")
+        if index is not None:
+            hit.add(index)
+    yield from c.demote(lambda i: i.fn in hit and i.span == g.functions[i.fn].span,
+                        "; narrowed to the misspelled property")
+
+
+@rule("smells.unreachable_code")
+def unreachable_code(c: _Case, ran: set[int] | None) -> Ops:
+    """Blames a ``return`` (``throw``, ``break``, ``continue``) in a function that ran when
+    code after it in the same block can never run. Whole-function blame of that function
+    moves to the context."""
+    if not ran:
+        return
+    g, hit = c.g, set()
+    for span in g.dead_ends:
+        fn = g.enclosing_function(span[0])
+        index = fn.index if fn is not None else None
+        if index is not None and index not in ran:
+            continue
+        yield from c.add("dir", span, "ends its block before the code after it, which can "
+                         "never run", "graph", index)
+        if index is not None:
+            hit.add(index)
+    yield from c.demote(lambda i: i.fn in hit and i.span == g.functions[i.fn].span,
+                        "; narrowed to the statement that makes code unreachable")

@@ -402,3 +402,26 @@ def test_variables_and_their_references():
         ("state", "const", "state.x", True, "state.x = n"),
         ("n", "let", "n", False, "n"),
     ]
+
+
+def test_dead_ends_are_jumps_with_code_after_them_in_their_block():
+    text = ("<script>\nfunction a() { return; foo(); }\n"
+            "function b(x) { switch (x) { case 1: return 2; case 2: return 3; }\n"
+            "  if (x) return 1; else bar();\n  for (;;) { if (x) break; baz(); } }\n"
+            "function c() { return helper(); function helper() { return 1; } }\n"
+            "function d() { for (;;) { continue; qux(); } throw new Error('x'); // end\n}\n"
+            "</script>")
+    g = build_graph(text)
+    assert [text[s:e] for s, e in g.dead_ends] == ["return;", "continue;"]
+
+
+def test_properties_name_every_member_access_with_its_object():
+    text = ("<div id='o'></div><script>\nconst o = document.getElementById('o');\n"
+            "function a() { o.innerhtml = 1; document.getElementById('o').textContent = 2;\n"
+            "  state.a.b = o.value; grid[i].x = 3; }\n</script>")
+    g = build_graph(text)
+    got = [(name, text[s:e], text[os:oe]) for name, (s, e), (os, oe) in g.properties]
+    assert got == [("innerhtml", "innerhtml", "o"),
+                   ("textContent", "textContent", "document.getElementById('o')"),
+                   ("a", "a", "state"), ("b", "b", "state.a"), ("value", "value", "o"),
+                   ("x", "x", "grid[i]")]

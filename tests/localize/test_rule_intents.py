@@ -156,6 +156,35 @@ function onGo() {
 document.getElementById('go').addEventListener('click', onGo);
 </script>"""
 
+MISSPELLED = """<input id="speed" value="5"><span id="out">0</span><button id="go">go</button>
+<script>
+const speed = document.getElementById('speed');
+const out = document.getElementById('out');
+const log = {values: []};
+function onGo() {
+  const v = Number(speed.value);
+  log.values.push(v);
+  out.innerhtml = v * 2;
+}
+document.getElementById('go').addEventListener('click', onGo);
+</script>"""
+
+CUT_SHORT = """<span id="out">0</span><button id="go">go</button>
+<script>
+let n = 0;
+function pick(k) {
+  switch (k) { case 1: return 'one'; case 2: return 'two'; }
+  return 'many';
+}
+function onGo() {
+  n += 1;
+  console.log('go');
+  return;
+  document.getElementById('out').textContent = pick(n);
+}
+document.getElementById('go').addEventListener('click', onGo);
+</script>"""
+
 UNSET = """<canvas id="c"></canvas>
 <script>
 let grid = null;
@@ -553,6 +582,20 @@ ROWS = {
         probe_failure({"expect": "text", "locator": "#out", "value": "10"},
                       {"do": "click", "locator": "#go"}, coverage=_ran(VALUELESS, "onGo")),
         demoted=(VALUELESS[VALUELESS.index("function onGo"):VALUELESS.index("\n}") + 2],)),
+    "an element property misspelled in a function that ran": Row(
+        MISSPELLED, "smells.misspelled_property",
+        probe_failure({"expect": "text", "locator": "#out", "value": "10"},
+                      {"do": "click", "locator": "#go"}, coverage=_ran(MISSPELLED, "onGo")),
+        direct=("out.innerhtml = v * 2;",), spared=("log.values.push(v);",), narrows=True,
+        demoted=(MISSPELLED[MISSPELLED.index("function onGo"):MISSPELLED.index("\n}") + 2],)),
+    "a return that leaves the rest of its block unreachable": Row(
+        CUT_SHORT, "smells.unreachable_code",
+        probe_failure({"expect": "text", "locator": "#out", "value": "one"},
+                      {"do": "click", "locator": "#go"},
+                      coverage=_ran(CUT_SHORT, "onGo")),
+        direct=("return;",), spared=("console.log('go');", "return 'one';", "return 'many';"),
+        narrows=True,
+        demoted=(CUT_SHORT[CUT_SHORT.index("function onGo"):CUT_SHORT.index("\n}\ndoc") + 2],)),
     "state read as null that no code sets": Row(
         UNSET, "unset.unset_state_at",
         page_error("uncaught TypeError: Cannot read properties of null (reading 'cells')",
@@ -837,7 +880,7 @@ function bump() {
   // padding: a function this long is narrowed to its slice instead of blamed whole.......
   // padding: a function this long is narrowed to its slice instead of blamed whole.......
   while (n > 0) {
-    break;
+    if (n < 9) break;
     document.getElementById('out').textContent = n;
   }
 }
