@@ -159,6 +159,10 @@ class BrowserConfig:
         0.3 GiB with a blank page and 0.7-0.9 GiB with the heaviest
         InteractScience answers (three.js, Plotly) after 48 loads in one slot;
         the V8 heap itself stops at 0.5 GiB (`--max-old-space-size`).
+      keep_priority: start the browser without CAP_SYS_NICE (`setpriv`), so
+        that as root it cannot raise its threads (apps' code included) to nice
+        -8, above the trainer and the evaluator; it runs at the evaluator's
+        priority, which `nice` sets. No effect when not root.
       rerun_contended_timeouts: a probe (or gate E) that ran out of time while
         other pages of its browser were open, or while the evaluator's cgroup
         waited for a CPU a tenth of the time or more, is run once more with no
@@ -213,6 +217,7 @@ class BrowserConfig:
     coverage_passing: bool = False
     trace_writers: bool = False
     renderer_memory_mb: int | None = 1536
+    keep_priority: bool = True
     rerun_contended_timeouts: bool = True
     decide_when_quiet: bool = True
     browser_answer_timeout_ms: int | None = 30_000

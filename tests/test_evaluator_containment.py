@@ -384,3 +384,55 @@ def test_leaving_while_loading_fails_gate_e_at_once():
     (fail,) = [d for d in rec["diagnostics"] if d["kind"] == "runtime_failure"]
     assert "left for http://127.0.0.1:9/" in fail["message"], fail["message"]
     assert rec["timings"]["runtime_ms"] < 6000, rec["timings"]
+
+
+def _thread_nices() -> list[int]:
+    """The nice value of every thread of the Chromium processes this test process started."""
+    out = []
+    for pid, _, _ in descendants(os.getpid()):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii") as f:
+                    # Fields after the command's closing parenthesis: nice is the 17th.
+                    out.append(int(f.read().rsplit(")", 1)[1].split()[16]))
+            except (OSError, IndexError, ValueError):
+                pass
+    return out
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_the_browser_cannot_raise_its_priority_above_the_evaluator(keep):
+    # As root, Chromium raises its browser and renderer main threads to nice -8: an app's
+    # loop would outrank the trainer and the evaluator's watchdog. With keep_priority
+    # (the default) it starts without CAP_SYS_NICE and no thread goes below our nice.
+    from evaluators.sandbox.processes import effective_caps
+
+    if not effective_caps() >> 23 & 1:
+        pytest.skip("not allowed to raise priorities here (no CAP_SYS_NICE): nothing to hold")
+    cfg = dataclasses.replace(CFG, browser=dataclasses.replace(CFG.browser, keep_priority=keep))
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    seen: list[int] = []
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.wait(0.2):
+            seen.extend(_thread_nices())
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    rows = [{"task_id": COUNTER.id, "response": GOOD, "model": f"m{i}"} for i in range(4)]
+    try:
+        out = asyncio.run(score_rows_async(rows, {COUNTER.id: COUNTER}, cfg))
+    finally:
+        stop.set()
+        sampler.join()
+    assert [r["reward"] for r in out] == [1.0] * 4
+    assert seen, "no Chromium thread was seen"
+    if keep:
+        assert min(seen) >= ours, sorted(set(seen))
+    else:  # the hazard itself, so that the check above is known to see it
+        assert min(seen) < ours, sorted(set(seen))

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
 
 import pytest
 
@@ -258,3 +260,20 @@ def test_machine_fleet_follows_cpus_and_memory():
     assert machine_fleet(cpus=1, memory_gib=0.5) == (1, 2)
     workers, pages = machine_fleet()
     assert workers >= 1 and 2 <= pages <= MAX_PAGES_PER_WORKER
+
+
+def test_keep_priority_wraps_the_browser_only_where_it_could_raise_its_priority(monkeypatch):
+    from evaluators.sandbox import processes
+
+    monkeypatch.setattr(processes, "effective_caps", lambda: 0)
+    assert processes.keep_priority_executable("/usr/lib/chromium/chromium") == (
+        "/usr/lib/chromium/chromium")
+    monkeypatch.setattr(processes, "effective_caps", lambda: 1 << 23 | 1 << 8)
+    if shutil.which("setpriv"):
+        path = processes.keep_priority_executable("/opt/my chromium")
+        script = open(path).read()
+        assert "--bounding-set=-sys_nice" in script and "'/opt/my chromium' \"$@\"" in script
+        assert os.access(path, os.X_OK)
+    monkeypatch.setattr(processes.shutil, "which", lambda name: None)
+    with pytest.raises(RuntimeError, match="keep_priority"):
+        processes.keep_priority_executable("/usr/lib/chromium/chromium")

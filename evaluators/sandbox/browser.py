@@ -49,7 +49,8 @@ from evaluators.sandbox.holds import Holds
 from evaluators.sandbox.ending import (end_retired, on_crash, quietly, retrieve, stuck,
                                        unstop)
 from evaluators.sandbox.processes import (CpuMeter, IdleBurn, answers, browser_mark, browser_pid,
-                                          kill, read_tree, renderer_memory_args,
+                                          keep_priority_executable, kill, read_tree,
+                                          renderer_memory_args,
                                           stall_mark, starved_since,
                                           watch_browser)
 from evaluators.sandbox.loading import enable_cpu_reading
@@ -247,8 +248,11 @@ class BrowserWorker:
         return self
 
     async def _launch(self, mark: str) -> Browser:
+        exe = self.cfg.executable_path
+        if self.cfg.keep_priority:
+            exe = keep_priority_executable(exe)
         return await self._pw.chromium.launch(
-            executable_path=self.cfg.executable_path, headless=True,
+            executable_path=exe, headless=True,
             args=[*self.cfg.args, *self._server.chromium_args(),
                   *renderer_memory_args(self.cfg.renderer_memory_mb), mark])
 

@@ -2,6 +2,12 @@
 
 Memory: every renderer starts under a cap (`renderer_memory_args`).
 
+Priority: Chromium raises its own threads (the main and compositor threads of the browser and
+of every renderer) to nice -8 when it may, that is when it runs as root. The apps' code would
+then outrank the trainer, the coordinator and the evaluator's own event loop (its watchdogs),
+and `nice` on the evaluator would not hold for its browsers. `keep_priority_executable`
+starts the browser without the capability to raise them (CAP_SYS_NICE).
+
 Silence: a browser that stops answering is killed, so that its hang becomes a crash. A
 process of the browser that is stopped (SIGSTOP, a debugger: `stopped`) is killed too.
 A stopped renderer answers nothing either, and its page's watchdog would fail the app as
@@ -26,11 +32,15 @@ browser crash (an evaluator fault, never the response's).
 from __future__ import annotations
 
 import asyncio
+import atexit
 import dataclasses
+import functools
 import logging
 import os
+import shlex
 import shutil
 import signal
+import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -403,3 +413,51 @@ def renderer_memory_args(cap_mb: int | None) -> list[str]:
     cap = int(cap_mb) << 20
     # Chromium splits the prefix at spaces: prlimit's path has none.
     return [f"--renderer-cmd-prefix={prlimit} --data={cap}:{cap}"]
+
+
+_CAP_SETPCAP, _CAP_SYS_NICE = 8, 23
+
+
+def effective_caps() -> int:
+    """This process's effective capability set (``CapEff`` of ``/proc/self/status``)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapEff:"):
+                return int(line.split()[1], 16)
+    except OSError:
+        pass
+    return 0
+
+
+def keep_priority_executable(executable: str) -> str:
+    """What to launch instead of ``executable`` so that the browser cannot raise its priority.
+
+    Without CAP_SYS_NICE (not root) Chromium cannot raise it anyway: ``executable`` itself.
+    With it, a script that starts ``executable`` through ``setpriv`` (util-linux) with
+    CAP_SYS_NICE dropped from the inheritable and bounding sets, which every process of the
+    browser inherits. ``exec`` all the way: the browser keeps the script's process id.
+
+    Raises:
+        RuntimeError: the capability cannot be dropped (no ``setpriv``, no CAP_SETPCAP).
+    """
+    caps = effective_caps()
+    if not caps >> _CAP_SYS_NICE & 1:
+        return executable
+    setpriv = shutil.which("setpriv")
+    if setpriv is None or not caps >> _CAP_SETPCAP & 1:
+        raise RuntimeError("cannot start Chromium without CAP_SYS_NICE (needs setpriv from "
+                           "util-linux and CAP_SETPCAP); BrowserConfig.keep_priority=False "
+                           "lets it raise its threads to nice -8")
+    return _launcher(setpriv, executable)
+
+
+@functools.cache
+def _launcher(setpriv: str, executable: str) -> str:
+    folder = tempfile.mkdtemp(prefix="rcca-browser-")
+    atexit.register(shutil.rmtree, folder, True)
+    path = os.path.join(folder, "chromium")
+    with open(path, "w") as f:
+        f.write(f"#!/bin/sh\nexec {shlex.quote(setpriv)} --inh-caps=-sys_nice "
+                f"--bounding-set=-sys_nice -- {shlex.quote(executable)} \"$@\"\n")
+    os.chmod(path, 0o700)
+    return path
