@@ -91,6 +91,22 @@ _ELEMENT_NAMES = frozenset((
     "dispatchEvent", "scrollIntoView", "cloneNode", "onclick", "oninput", "onchange",
     "onsubmit", "onkeydown", "onkeyup", "onmousedown", "onmouseup", "onmousemove",
 ))
+# Other members of elements, never misspellings themselves (``scrollTo`` is one edit from
+# ``scrollTop``).
+_OTHER_MEMBERS = frozenset((
+    "scrollTo", "scrollBy", "scroll", "clientTop", "clientLeft", "offsetParent", "tagName",
+    "nodeName", "nodeType", "nodeValue", "labels", "form", "ownerDocument", "isConnected",
+    "matches", "animate", "checkValidity", "reportValidity", "setCustomValidity", "validity",
+    "validationMessage", "selectionStart", "selectionEnd", "select", "setSelectionRange",
+    "stepUp", "stepDown", "valueAsDate", "defaultValue", "defaultChecked", "indeterminate",
+    "accept", "autofocus", "maxLength", "minLength", "pattern", "size", "length", "item", "add",
+    "text", "label", "index", "toDataURL", "toBlob", "play", "pause", "currentTime",
+    "duration", "paused", "volume", "muted", "loop", "naturalWidth", "naturalHeight",
+    "complete", "contentEditable", "isContentEditable", "draggable", "lang", "dir", "before",
+    "after", "replaceWith", "getElementsByTagName", "getElementsByClassName", "attributes",
+    "shadowRoot", "attachShadow", "requestFullscreen", "onload", "onerror", "oninvalid",
+    "onmouseover", "onmouseout", "onmouseenter", "onmouseleave", "onwheel", "onkeypress",
+))
 # Those no plain object is likely to have: a spelling that differs only in case is a typo
 # whatever the object is (``out.innerhtml = s`` adds a property nobody reads).
 _ELEMENT_ONLY = frozenset(n for n in _ELEMENT_NAMES if len(n) >= 9 and n.lower() != n)
@@ -110,7 +126,7 @@ def _one_edit(a: str, b: str) -> bool:
 def _meant(name: str, on_element: bool) -> str | None:
     """The element property ``name`` misspells, or None: one differing only in case (on any
     object for the names only elements have), or, on an element, one edit away."""
-    if name in _ELEMENT_NAMES:
+    if name in _ELEMENT_NAMES or name in _OTHER_MEMBERS:
         return None
     same = _BY_LOWER.get(name.lower())
     if same is not None and (on_element or same in _ELEMENT_ONLY):

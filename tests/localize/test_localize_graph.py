@@ -425,3 +425,14 @@ def test_properties_name_every_member_access_with_its_object():
                    ("textContent", "textContent", "document.getElementById('o')"),
                    ("a", "a", "state"), ("b", "b", "state.a"), ("value", "value", "o"),
                    ("x", "x", "grid[i]")]
+
+
+def test_misspelled_element_properties_are_told_from_real_members():
+    from evaluators.localize.spans_smells import _meant
+
+    assert _meant("innerhtml", on_element=False) == "innerHTML"  # only elements have it
+    assert _meant("values", on_element=True) == "value"
+    assert _meant("values", on_element=False) is None  # `Object.values`, `data.values`
+    assert _meant("Title", on_element=False) is None  # a plain object's own field
+    for real in ("scrollTo", "value", "textContent", "tagName", "onmouseover"):
+        assert _meant(real, on_element=True) is None, real
