@@ -162,7 +162,9 @@ class BrowserConfig:
       keep_priority: start the browser without CAP_SYS_NICE (`setpriv`), so
         that as root it cannot raise its threads (apps' code included) to nice
         -8, above the trainer and the evaluator; it runs at the evaluator's
-        priority, which `nice` sets. No effect when not root.
+        priority, which `nice` sets. No effect when not root; where it cannot
+        be done (no `setpriv`, no CAP_SETPCAP) a warning, and the browser starts
+        as before.
       rerun_contended_timeouts: a probe (or gate E) that ran out of time while
         other pages of its browser were open, or while the evaluator's cgroup
         waited for a CPU a tenth of the time or more, is run once more with no

@@ -437,18 +437,23 @@ def keep_priority_executable(executable: str) -> str:
     CAP_SYS_NICE dropped from the inheritable and bounding sets, which every process of the
     browser inherits. ``exec`` all the way: the browser keeps the script's process id.
 
-    Raises:
-        RuntimeError: the capability cannot be dropped (no ``setpriv``, no CAP_SETPCAP).
+    Where the capability cannot be dropped (no ``setpriv``, no CAP_SETPCAP) the browser is
+    started as it is, with a warning: scoring goes on, only the priority is not held.
     """
     caps = effective_caps()
     if not caps >> _CAP_SYS_NICE & 1:
         return executable
     setpriv = shutil.which("setpriv")
     if setpriv is None or not caps >> _CAP_SETPCAP & 1:
-        raise RuntimeError("cannot start Chromium without CAP_SYS_NICE (needs setpriv from "
-                           "util-linux and CAP_SETPCAP); BrowserConfig.keep_priority=False "
-                           "lets it raise its threads to nice -8")
+        _warn_once("Chromium may raise its threads to nice -8 here: dropping CAP_SYS_NICE "
+                   "needs setpriv (util-linux) and CAP_SETPCAP")
+        return executable
     return _launcher(setpriv, executable)
+
+
+@functools.cache
+def _warn_once(message: str) -> None:
+    log.warning(message)
 
 
 @functools.cache
