@@ -10,6 +10,7 @@ a certain fault in it explains the failure better than the rest of its code.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from evaluators.localize.rules import rule
@@ -113,16 +114,37 @@ _ELEMENT_ONLY = frozenset(n for n in _ELEMENT_NAMES if len(n) >= 9 and n.lower()
 _BY_LOWER = {n.lower(): n for n in _ELEMENT_NAMES}
 
 
-def _one_edit(a: str, b: str) -> bool:
-    """Whether ``a`` becomes ``b`` by one insertion, deletion or substitution."""
-    if abs(len(a) - len(b)) > 1 or a == b:
-        return False
-    if len(a) > len(b):
-        a, b = b, a
-    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), len(a))
-    return a[i + (len(a) == len(b)):] == b[i + 1:]
+def _one_edit_index(names) -> tuple[dict, dict]:
+    """``(one letter left out -> name, (one letter left out, where) -> name)`` over ``names``
+    of 5 letters or more, the first name in sorted order winning: what ``_one_edit_of``
+    looks up."""
+    dropped, at = {}, {}
+    for n in sorted(names):
+        if len(n) >= 5:
+            for i in range(len(n)):
+                dropped.setdefault(n[:i] + n[i + 1:], n)
+                at.setdefault((n[:i] + n[i + 1:], i), n)
+    return dropped, at
 
 
+_DROPPED, _DROPPED_AT = _one_edit_index(_ELEMENT_NAMES)
+_LONG_NAMES = frozenset(n for n in _ELEMENT_NAMES if len(n) >= 5)
+
+
+def _one_edit_of(name: str) -> str | None:
+    """An element name (5 letters or more) that ``name`` becomes by one insertion, deletion
+    or substitution, or None."""
+    found = [_DROPPED[name]] if name in _DROPPED else []  # a letter too few
+    for i in range(len(name)):
+        rest = name[:i] + name[i + 1:]
+        if rest in _LONG_NAMES:  # a letter too many
+            found.append(rest)
+        if (rest, i) in _DROPPED_AT:  # a letter changed
+            found.append(_DROPPED_AT[(rest, i)])
+    return min(found) if found else None
+
+
+@functools.lru_cache(maxsize=4096)
 def _meant(name: str, on_element: bool) -> str | None:
     """The element property ``name`` misspells, or None: one differing only in case (on any
     object for the names only elements have), or, on an element, one edit away."""
@@ -132,8 +154,7 @@ def _meant(name: str, on_element: bool) -> str | None:
     if same is not None and (on_element or same in _ELEMENT_ONLY):
         return same
     if on_element and len(name) >= 5:
-        return next((n for n in sorted(_ELEMENT_NAMES) if len(n) >= 5 and _one_edit(name, n)),
-                    None)
+        return _one_edit_of(name)
     return None
 
 
@@ -164,6 +185,8 @@ def misspelled_properties(c: _Case, ran: set[int] | None) -> Ops:
         return
     g, holders, hit = c.g, _element_holders(c.g), set()
     for name, span, obj in g.properties:
+        if _meant(name, on_element=True) is None:  # most names: nothing to look up
+            continue
         fn = g.enclosing_function(span[0])
         index = fn.index if fn is not None else None
         if index is not None and index not in ran:

@@ -436,3 +436,29 @@ def test_misspelled_element_properties_are_told_from_real_members():
     assert _meant("Title", on_element=False) is None  # a plain object's own field
     for real in ("scrollTo", "value", "textContent", "tagName", "onmouseover"):
         assert _meant(real, on_element=True) is None, real
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Brute force: ``a`` becomes ``b`` by one insertion, deletion or substitution."""
+    if abs(len(a) - len(b)) > 1 or a == b:
+        return False
+    a, b = sorted((a, b), key=len)
+    i = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), len(a))
+    return a[i + (len(a) == len(b)):] == b[i + 1:]
+
+
+def test_the_one_edit_index_finds_what_brute_force_finds():
+    import random
+    import string
+
+    from evaluators.localize.spans_smells import _ELEMENT_NAMES, _one_edit_of
+
+    rng, names = random.Random(0), sorted(n for n in _ELEMENT_NAMES if len(n) >= 5)
+    queries = ["oclick", "xyzzyq"]
+    for n in names:
+        for _ in range(10):
+            i, c = rng.randrange(len(n)), rng.choice(string.ascii_letters)
+            queries += [n[:i] + c + n[i:], n[:i] + n[i + 1:], n[:i] + c + n[i + 1:]]
+    for q in queries:
+        if len(q) >= 5 and q not in _ELEMENT_NAMES:
+            assert _one_edit_of(q) == next((n for n in names if _one_edit(q, n)), None), q
