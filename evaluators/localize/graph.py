@@ -318,7 +318,8 @@ class CodeGraph:
         dead_ends: Spans of the ``return``, ``throw``, ``break`` and ``continue`` statements
             that code after them in the same block can never get past, sorted.
         properties: ``(name, span, object span)`` of every named property access
-            (``a.b``: ``b``, the span of ``b``, the span of ``a``), by position.
+            (``a.b``: ``b``, the span of ``b``, the span of ``a``), by position; the method
+            of a call (``a.f()``) is not one (a misspelled method throws, and says so).
         variables: Every JavaScript binding (``var_refs`` index it); var_refs: their reads
             and writes, in source order.
     """
