@@ -6,6 +6,11 @@ value (``document.getElementById('control-panel').value`` for a ``<div>``: alway
 no checkbox. When such a read sits in a function that ran on the failing path, it is blamed
 directly, and a function that was blamed whole only because it ran moves to the context:
 a certain fault in it explains the failure better than the rest of its code.
+
+Two more such bugs are blamed the same way: an element property misspelled
+(``out.innerhtml = s`` adds a property nothing reads; ``input.values`` is undefined), and a
+``return`` (``throw``, ``break``, ``continue``) followed in its block by code that can never
+run. Neither depends on how the app names things.
 """
 
 from __future__ import annotations
