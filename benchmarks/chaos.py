@@ -246,10 +246,16 @@ def _saved(path: Path, head: dict) -> tuple[list[dict], dict] | None:
 
 
 def compact(record: dict) -> dict:
-    """What a later pass compares of a record (`verdicts`, `_row`): no response, no
-    diagnostics, so that a saved pass is small and holds none of the benchmark's answers."""
+    """What a later pass compares of a record (`verdicts`, `_row`), and the typed fields that
+    say why a rubric failed (severity, failed step, time, the probe failure's reason): no
+    response, no diagnostics, no messages, so that a saved pass is small and holds none of
+    the benchmark's answers."""
     out = {k: record.get(k) for k in ("name", "status", "gate", "reward")}
-    out["rubrics"] = [{"id": v["id"], "verdict": v["verdict"], "ran": v.get("ran", True)}
+    reasons = {d.get("rubric_id"): d.get("reason") for d in record.get("diagnostics") or ()
+               if d.get("kind") == "probe_failure"}
+    out["rubrics"] = [{"id": v["id"], "verdict": v["verdict"], "ran": v.get("ran", True),
+                       **{k: v.get(k) for k in ("severity", "failed_step", "duration_ms")},
+                       "reason": reasons.get(v["id"])}
                       for v in record.get("rubrics") or ()]
     if record.get("status") == "error":
         lines = (record.get("error") or "").strip().splitlines() or ["(no message)"]
