@@ -262,18 +262,26 @@ def test_machine_fleet_follows_cpus_and_memory():
     assert workers >= 1 and 2 <= pages <= MAX_PAGES_PER_WORKER
 
 
-def test_keep_priority_wraps_the_browser_only_where_it_could_raise_its_priority(monkeypatch):
+def test_keep_priority_wraps_the_browser_only_where_it_could_raise_its_priority(
+        monkeypatch, tmp_path):
     from evaluators.sandbox import processes
+
+    browser = tmp_path / "my chromium"
+    browser.write_text("#!/bin/sh\n")
+    browser.chmod(0o700)
 
     monkeypatch.setattr(processes, "effective_caps", lambda: 0)
     assert processes.keep_priority_executable("/usr/lib/chromium/chromium") == (
         "/usr/lib/chromium/chromium")
     monkeypatch.setattr(processes, "effective_caps", lambda: 1 << 23 | 1 << 8)
     if shutil.which("setpriv"):
-        path = processes.keep_priority_executable("/opt/my chromium")
+        path = processes.keep_priority_executable(str(browser))
         script = open(path).read()
-        assert "--bounding-set=-sys_nice" in script and "'/opt/my chromium' \"$@\"" in script
+        assert "--bounding-set=-sys_nice" in script and f"'{browser}' \"$@\"" in script
         assert os.access(path, os.X_OK)
+        # A missing browser is launched as named, so that the launch error names it.
+        assert processes.keep_priority_executable("/nonexistent/chromium") == (
+            "/nonexistent/chromium")
     # Without setpriv, or without CAP_SETPCAP, the browser starts as it is (a warning).
     monkeypatch.setattr(processes, "effective_caps", lambda: 1 << 23)
     assert processes.keep_priority_executable("/usr/lib/chromium/chromium") == (

@@ -438,10 +438,12 @@ def keep_priority_executable(executable: str) -> str:
     browser inherits. ``exec`` all the way: the browser keeps the script's process id.
 
     Where the capability cannot be dropped (no ``setpriv``, no CAP_SETPCAP) the browser is
-    started as it is, with a warning: scoring goes on, only the priority is not held.
+    started as it is, with a warning: scoring goes on, only the priority is not held. A path
+    that is not an executable file is returned as it is, so that the launch error names it
+    (through a script it would name the script).
     """
     caps = effective_caps()
-    if not caps >> _CAP_SYS_NICE & 1:
+    if not caps >> _CAP_SYS_NICE & 1 or not os.access(executable, os.X_OK):
         return executable
     setpriv = shutil.which("setpriv")
     if setpriv is None or not caps >> _CAP_SETPCAP & 1:
