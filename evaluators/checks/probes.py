@@ -20,6 +20,7 @@ from evaluators.sandbox.browser import PageWatch, monotonic_ms
 from evaluators.sandbox.loading import BusyPage, LeftWhileLoading, load_app
 from evaluators.sandbox.quiet import GAP_S, page_quiet, quiet_rtt
 from evaluators.contract import Reason
+from evaluators.checks.shots import element_png
 from evaluators.checks.steps import (INTERACTION_KEYS, ProbeError, describe_locator, js_regex,
                               js_string, step_kind)
 
@@ -104,6 +105,7 @@ class ProbeRunner:
         # The deadline that bounded the running step's last wait (`_left`), or None: a wait
         # that ran out then ran out of the probe's time, even if the deadline moved since.
         self._bound: float | None = None
+        self._cdp = None  # the page's CDP session, for screenshots (`shots.element_png`)
 
     def extend(self, ms: float) -> None:
         """Moves the probe's deadline `ms` later (time its page lost waiting for a CPU)."""
@@ -377,7 +379,9 @@ class ProbeRunner:
         if read == "canvas":
             return await loc.evaluate("el => el.toDataURL()", timeout=t)
         if read == "screenshot":
-            return base64.b64encode(await loc.screenshot(timeout=t, animations="allow")).decode()
+            if self._cdp is None:
+                self._cdp = await self.page.context.new_cdp_session(self.page)
+            return base64.b64encode(await element_png(loc, t, self._cdp)).decode()
         return await loc.get_attribute(read.split(":", 1)[1], timeout=t)
 
     async def _save(self, step: dict) -> None:

@@ -1,0 +1,114 @@
+"""Element screenshots for probes, in one round trip to a busy page where Playwright takes several.
+
+A probe's ``read: screenshot`` compares pictures of an element before and after an action
+(a WebGL scene, a chart). Playwright's ``Locator.screenshot`` waits for the element to be
+stable over animation frames, hides the caret in every frame, waits for fonts, measures the
+element, captures, and restores the caret: each a round trip to the renderer's main thread,
+which on a heavy page (three.js or Plotly drawn by SwiftShader) answers once per long frame.
+Probes that read three such pictures ran close to their time limit, and past it whenever the
+machine was busier (`benchmarks/screenshots.py` measures both paths).
+
+`element_png` does the same work in one evaluation in the page (wait for fonts, scroll the
+element into view if needed, measure it, hide the caret only when an editable element has
+the focus) and one ``Page.captureScreenshot`` of that rectangle, rounded out to whole pixels
+the way Playwright clips, so the bytes equal Playwright's for the same pixels and the two
+paths can be mixed within a probe. Anything outside that simple case (an element in another
+frame, one not wholly inside the viewport, one with no size, more than one match, a detached
+element) goes to ``Locator.screenshot``, whose waiting and errors then decide, as before.
+It does not wait for the element to stop moving: the picture of a moving element differs
+from the next one either way.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import time
+from typing import Any
+
+from playwright.async_api import Error as PlaywrightError
+from playwright.async_api import Locator
+
+# The id of the style that hides the caret while a focused editable element is captured (a
+# blinking caret would make two pictures of an unchanged form differ).
+_CARET_STYLE = "rcca-hide-caret"
+
+_PREPARE = """async (e) => {
+  await document.fonts.ready;
+  if (e.ownerDocument !== document) return null;
+  let r = e.getBoundingClientRect();
+  if (r.left < 0 || r.top < 0 || r.right > innerWidth || r.bottom > innerHeight) {
+    e.scrollIntoView({block: 'center', inline: 'center'});
+    r = e.getBoundingClientRect();
+  }
+  const a = document.activeElement;
+  const editable = !!a && (a.isContentEditable || a.tagName === 'TEXTAREA' ||
+      (a.tagName === 'INPUT' && !['range', 'checkbox', 'radio', 'button', 'submit', 'reset',
+        'color', 'file', 'image', 'hidden'].includes(a.type)));
+  if (editable && !document.getElementById('%(id)s')) {
+    const s = document.createElement('style');
+    s.id = '%(id)s';
+    s.textContent = '* { caret-color: transparent !important; }';
+    (document.head || document.documentElement).appendChild(s);
+  }
+  return {x: r.left, y: r.top, width: r.width, height: r.height, vw: innerWidth,
+          vh: innerHeight, sx: scrollX, sy: scrollY, caret: editable};
+}""" % {"id": _CARET_STYLE}
+
+_RESTORE = "() => document.getElementById('%s')?.remove()" % _CARET_STYLE
+
+
+def clip_of(rect: Any) -> dict[str, float] | None:
+    """The capture rectangle (document coordinates, whole CSS pixels) of an element's
+    viewport rectangle `rect`, or None when it is empty, not wholly in the viewport, or not
+    numbers (the page's own code can replace what the measuring calls return).
+
+    Whole pixels as Playwright clips (the enclosing integer rectangle), so that the two
+    paths give the same bytes.
+    """
+    try:
+        x0, y0 = math.floor(rect["x"]), math.floor(rect["y"])
+        x1 = math.ceil(rect["x"] + rect["width"])
+        y1 = math.ceil(rect["y"] + rect["height"])
+        vw, vh, sx, sy = (float(rect[k]) for k in ("vw", "vh", "sx", "sy"))
+        empty = not (rect["width"] > 0 and rect["height"] > 0)
+    except (TypeError, KeyError, ValueError, OverflowError):
+        return None
+    if empty or x0 < 0 or y0 < 0 or x1 > vw or y1 > vh:
+        return None
+    if not (math.isfinite(sx) and math.isfinite(sy)):
+        return None
+    return {"x": x0 + sx, "y": y0 + sy, "width": x1 - x0, "height": y1 - y0, "scale": 1}
+
+
+async def element_png(loc: Locator, timeout_ms: float, cdp: Any) -> bytes:
+    """A PNG of the element `loc` matches (see the module docstring).
+
+    Args:
+      loc: the step's locator (strict: one element).
+      timeout_ms: how long the reading may take, both paths together.
+      cdp: a CDP session of the locator's page (`BrowserContext.new_cdp_session`).
+    """
+    end = time.monotonic() + timeout_ms / 1000
+    try:
+        rect = await loc.evaluate(_PREPARE, timeout=timeout_ms)
+    except PlaywrightError:
+        rect = None  # no such element yet, several, a detached one: Playwright decides
+    clip = clip_of(rect) if isinstance(rect, dict) else None
+    caret = isinstance(rect, dict) and rect.get("caret") is True
+    try:
+        if clip is not None:
+            shot = await cdp.send("Page.captureScreenshot", {"format": "png", "clip": clip})
+            return base64.b64decode(shot["data"])
+    finally:
+        if caret:
+            await _restore(loc)
+    left_ms = max(1.0, (end - time.monotonic()) * 1000)
+    return await loc.screenshot(timeout=left_ms, animations="allow")
+
+
+async def _restore(loc: Locator) -> None:
+    try:
+        await loc.page.evaluate(_RESTORE)
+    except PlaywrightError:
+        pass  # the page went away: nothing to restore
