@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import math
+import re
 import statistics
 import sys
 import time
@@ -56,9 +57,10 @@ def pictured(task) -> list[str]:
 
 
 def library(code: str) -> str:
-    low = code.lower()
+    """The heaviest drawing library among the scripts the app loads (three, plotly, p5)."""
+    srcs = " ".join(re.findall(r"<script[^>]*\ssrc\s*=\s*[\"']?([^\"'\s>]+)", code, re.I)).lower()
     for name in ("three", "plotly", "p5"):
-        if f"{name}.min.js" in low or f"/{name}.js" in low or f"{name}@" in low:
+        if re.search(rf"(^|[/@.\-_ ]){name}([@.\-_/]|$)", srcs):
             return name
     return "other"
 
