@@ -1,4 +1,4 @@
-"""Probe screenshots: ours (`checks.shots.element_png`) against Playwright's `Locator.screenshot`.
+"""One-trip probe actions (`checks.shots`) against Playwright's calls: screenshots, then verdicts.
 
 Loads recorded InteractScience answers whose probes read screenshots and, for every element
 those probes picture, takes Playwright's screenshot and ours in turn, twice (P, O, P, O), on
@@ -8,14 +8,21 @@ medians, which path ours took (its own capture or Playwright's), and whether the
 equal where they can be: for an element whose two Playwright pictures are equal (it did not
 change meanwhile), ours must equal them too.
 
+With ``--verdicts N``, N answers (after the same ``--skip``; any answers, not only those with
+screenshots) are then scored by the evaluator's pool with ``BrowserConfig.one_trip_actions``
+on and off, one after the other, and the table gives each run's wall time, probe time
+(the sum of the rubrics' durations) and the rubric verdicts that differ, listed by name.
+
 Run:
   python benchmarks/screenshots.py [--model gemini-2.5-pro] [--apps 40] [--skip 0]
+      [--verdicts 0]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import math
 import re
 import statistics
@@ -29,7 +36,7 @@ sys.path.insert(0, str(REPO))
 from evaluators.checks.extract import extract_app  # noqa: E402
 from evaluators.checks.shots import element_png  # noqa: E402
 from evaluators.config import EvalConfig  # noqa: E402
-from evaluators.fleet.pool import make_mirror  # noqa: E402
+from evaluators.fleet.pool import EvaluatorPool, make_mirror  # noqa: E402
 from evaluators.sandbox.app_server import APP_URL  # noqa: E402
 from evaluators.sandbox.browser import BrowserWorker  # noqa: E402
 from evaluators.summary import table  # noqa: E402
@@ -140,12 +147,42 @@ def report(samples: list[dict]) -> str:
                   "speed-up", "own capture", "equal bytes (static)"], rows)
 
 
+def verdicts(rows, tasks) -> str:
+    """Scores `rows` with one-trip actions on, then off; a table and the differing verdicts."""
+    runs, lines = {}, []
+    for on in (True, False):
+        base = EvalConfig()
+        cfg = dataclasses.replace(base, browser=dataclasses.replace(base.browser,
+                                                                    one_trip_actions=on))
+        t0 = time.perf_counter()
+        recs = list(EvaluatorPool(tasks, cfg, workers=1).score(rows))
+        runs[on] = (recs, time.perf_counter() - t0)
+    body = []
+    for on, (recs, wall) in runs.items():
+        probe_s = sum((v.get("duration_ms") or 0) for r in recs for v in r.get("rubrics", [])) / 1000
+        body.append(["one trip" if on else "Playwright", len(recs), f"{wall:.0f}",
+                     f"{probe_s:.0f}", sum(r.get("status") != "ok" for r in recs)])
+    differing = 0
+    for a, b in zip(runs[True][0], runs[False][0]):
+        for va, vb in zip(a.get("rubrics", []), b.get("rubrics", [])):
+            if va["verdict"] != vb["verdict"]:
+                differing += 1
+                lines.append(f"  {a['task_id']} {va['id']}: one trip {va['verdict']} "
+                             f"({(va.get('message') or '')[:80]}), Playwright {vb['verdict']} "
+                             f"({(vb.get('message') or '')[:80]})")
+    total = sum(len(r.get("rubrics", [])) for r in runs[True][0])
+    return (table(["actions", "answers", "wall s", "probe s", "evaluator errors"], body) +
+            f"\n\nrubric verdicts differing: {differing} of {total}\n" + "\n".join(lines))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="gemini-2.5-pro")
     ap.add_argument("--apps", type=int, default=40)
     ap.add_argument("--skip", type=int, default=0)
     ap.add_argument("--settle-ms", type=int, default=1000)
+    ap.add_argument("--verdicts", type=int, default=0,
+                    help="then score this many answers with one-trip actions on and off")
     a = ap.parse_args()
     tasks = load_tasks(DATA / "tasks.jsonl")
     rows = [r for r in load_responses(DATA / "answers" / f"{a.model}.jsonl", tasks)
@@ -155,6 +192,10 @@ def main() -> None:
     print(f"{len(rows)} answers of {a.model} whose probes read screenshots (from {a.skip}), "
           f"{time.perf_counter() - t0:.0f} s\n")
     print(report(samples))
+    if a.verdicts:
+        rows = load_responses(DATA / "answers" / f"{a.model}.jsonl", tasks)
+        print(f"\n{a.verdicts} answers of {a.model} (from {a.skip}) scored both ways:\n")
+        print(verdicts(rows[a.skip:a.skip + a.verdicts], tasks))
 
 
 if __name__ == "__main__":

@@ -175,6 +175,14 @@ class BrowserConfig:
         limit on a small machine; without the rerun its verdicts would depend
         on how many pages the evaluator runs at once and on what else the
         machine runs. Costs at most two more time limits per such probe.
+      one_trip_actions: a screenshot read, and a click on an element that is
+        plainly ready (visible, enabled, in view, on top at its centre), take
+        one evaluation in the page and one capture or one mouse click
+        (`checks.shots`), where Playwright makes about a dozen round trips to
+        the renderer, each a frame on a heavy page. Anything else goes to
+        Playwright's own calls, whose waits and errors decide as before.
+        Screenshots are Playwright's bytes; a click skips Playwright's check
+        that the element has stopped moving. False: Playwright's calls only.
       decide_when_quiet: a step waiting for an element, for an element's state
         or for an element to take a pointer action, on a page where nothing is
         pending (no timer, animation frame, request, animation or other wake-up
@@ -221,6 +229,7 @@ class BrowserConfig:
     renderer_memory_mb: int | None = 1536
     keep_priority: bool = True
     rerun_contended_timeouts: bool = True
+    one_trip_actions: bool = True
     decide_when_quiet: bool = True
     browser_answer_timeout_ms: int | None = 30_000
     random_seed: int | None = 0

@@ -2,7 +2,8 @@
 
 One page in a real Chromium holds the cases: an element at fractional coordinates, one below
 the fold, one larger than the viewport (Playwright's path), a focused text field whose caret
-must not show, and a selector that matches nothing.
+must not show, and a selector that matches nothing; and buttons to click: ready, with a child
+under the pointer, below the fold, covered, disabled, hidden.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 from PIL import Image
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from evaluators.checks.shots import _CARET_STYLE, clip_of, element_png
+from evaluators.checks.shots import _CARET_STYLE, clip_of, element_png, ready_point
 from evaluators.config import EvalConfig
 from evaluators.fleet.pool import make_mirror
 from evaluators.sandbox.app_server import APP_URL
@@ -24,11 +25,18 @@ from evaluators.sandbox.browser import BrowserWorker
 PAGE = """<!DOCTYPE html><html><body style="margin:0">
 <div id="form" style="padding:8px"><textarea id="t" style="font:60px monospace;
   caret-color:rgb(255,0,0);color:#000;width:400px;height:120px;border:0;outline:0">ab</textarea></div>
+<div><button id="ready">a</button><button id="child"><b id="inner">b</b></button>
+<span style="position:relative"><button id="covered">c</button><i style="position:absolute;
+  left:0;top:-20px;width:80px;height:60px;background:#fff"></i></span>
+<button id="disabled" disabled>d</button><button id="hidden" style="visibility:hidden">e</button>
+</div>
 <div style="padding:10.5px 0 0 7.25px"><canvas id="frac" width="301" height="151"></canvas></div>
 <div style="height:1500px"></div>
-<canvas id="low" width="200" height="100"></canvas>
+<canvas id="low" width="200" height="100"></canvas><button id="below">f</button>
 <div id="big" style="width:3000px;height:3000px;background:linear-gradient(#0a0,#00a)"></div>
 <script>
+window.clicks = [];
+for (const b of document.querySelectorAll('button')) b.onclick = () => clicks.push(b.id);
 for (const id of ['frac', 'low']) {
   const g = document.getElementById(id).getContext('2d');
   g.fillStyle = '#c33'; g.fillRect(0, 0, 300, 150);
@@ -62,6 +70,13 @@ async def _cases() -> dict:
         async with worker.page(PAGE) as (page, _watch, context):
             await page.goto(APP_URL)
             cdp = _Counting(await context.new_cdp_session(page))
+            for sel in ("#ready", "#child", "#below", "#covered", "#disabled", "#hidden"):
+                point = await ready_point(page.locator(sel), 5000)
+                out[sel] = point is not None
+                if point is not None:
+                    await page.mouse.click(*point)
+            await page.evaluate("() => scrollTo(0, 0)")
+            out["clicked"] = await page.evaluate("() => clicks")
             for sel in ("#frac", "#low", "#big"):
                 loc = page.locator(sel)
                 before = cdp.captures
@@ -115,6 +130,15 @@ def test_the_caret_of_a_focused_field_never_shows_and_its_style_goes(cases):
     assert any(raw), "no caret was ever drawn: this test could not see one"
     assert not any(ours)
     assert cases["style left"] is False
+
+
+@pytest.mark.browser
+def test_only_plainly_ready_elements_are_clicked_in_one_trip_and_the_click_lands(cases):
+    assert {k: cases[k] for k in ("#ready", "#child", "#below", "#covered", "#disabled",
+                                  "#hidden")} == {
+        "#ready": True, "#child": True, "#below": True,
+        "#covered": False, "#disabled": False, "#hidden": False}
+    assert cases["clicked"] == ["ready", "child", "below"]
 
 
 @pytest.mark.browser

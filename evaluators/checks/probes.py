@@ -20,7 +20,7 @@ from evaluators.sandbox.browser import PageWatch, monotonic_ms
 from evaluators.sandbox.loading import BusyPage, LeftWhileLoading, load_app
 from evaluators.sandbox.quiet import GAP_S, page_quiet, quiet_rtt
 from evaluators.contract import Reason
-from evaluators.checks.shots import element_png
+from evaluators.checks.shots import element_png, ready_point
 from evaluators.checks.steps import (INTERACTION_KEYS, ProbeError, describe_locator, js_regex,
                               js_string, step_kind)
 
@@ -84,11 +84,12 @@ class ProbeRunner:
         probe's deadline, Playwright's default).
       deadline_ms: monotonic time at which the whole probe must end.
       decide_when_quiet: end waits early on a quiet page (`BrowserConfig.decide_when_quiet`).
+      one_trip: screenshots and ready clicks in one evaluation (`BrowserConfig.one_trip_actions`).
     """
 
     def __init__(self, page: Page, watch: PageWatch, probe: dict, action_timeout_ms: int | None,
                  deadline_ms: float, decide_when_quiet: bool = False,
-                 busy_limit_ms: int | None = None):
+                 busy_limit_ms: int | None = None, one_trip: bool = True):
         self.page = page
         self.watch = watch
         self.timeout = float(probe.get("timeout_ms", 5000))
@@ -105,6 +106,7 @@ class ProbeRunner:
         # The deadline that bounded the running step's last wait (`_left`), or None: a wait
         # that ran out then ran out of the probe's time, even if the deadline moved since.
         self._bound: float | None = None
+        self.one_trip = one_trip  # `BrowserConfig.one_trip_actions`
         self._cdp = None  # the page's CDP session, for screenshots (`shots.element_png`)
 
     def extend(self, ms: float) -> None:
@@ -319,6 +321,11 @@ class ProbeRunner:
     async def _do(self, step: dict) -> None:
         loc = self.locator(step["locator"])
         await self._present(loc, step["locator"], step)
+        if self.one_trip and step["do"] == "click":
+            point = await ready_point(loc, self._left(self.action_timeout))
+            if point is not None:
+                await self.page.mouse.click(*point)
+                return
         if self.decide_when_quiet and step["do"] in _TRIAL_ACTIONS:
             await self._actionable(loc, step["do"])
         t = self._left(self.action_timeout)
@@ -379,7 +386,7 @@ class ProbeRunner:
         if read == "canvas":
             return await loc.evaluate("el => el.toDataURL()", timeout=t)
         if read == "screenshot":
-            if self._cdp is None:
+            if self.one_trip and self._cdp is None:
                 self._cdp = await self.page.context.new_cdp_session(self.page)
             return base64.b64encode(await element_png(loc, t, self._cdp)).decode()
         return await loc.get_attribute(read.split(":", 1)[1], timeout=t)

@@ -99,7 +99,7 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
         t0 = time.perf_counter()
         runner = ProbeRunner(page, watch, rubric.probe, b.action_timeout_ms,
                              monotonic_ms() + limit_ms, decide_when_quiet=b.decide_when_quiet,
-                             busy_limit_ms=b.busy_limit_ms)
+                             busy_limit_ms=b.busy_limit_ms, one_trip=b.one_trip_actions)
         cov = None
         if b.coverage:
             cov = Coverage()

@@ -1,4 +1,4 @@
-"""Element screenshots for probes, in one round trip to a busy page where Playwright takes several.
+"""Screenshots and clicks for probes, in one round trip to a busy page where Playwright takes many.
 
 A probe's ``read: screenshot`` compares pictures of an element before and after an action
 (a WebGL scene, a chart). Playwright's ``Locator.screenshot`` waits for the element to be
@@ -17,6 +17,14 @@ frame, one not wholly inside the viewport, one with no size, more than one match
 element) goes to ``Locator.screenshot``, whose waiting and errors then decide, as before.
 It does not wait for the element to stop moving: the picture of a moving element differs
 from the next one either way.
+
+`ready_point` is the same idea for a click: one evaluation says whether the element is
+plainly ready (connected, in this document, visible, enabled, its centre inside the viewport
+after scrolling it into view if needed, and the element, or one inside it, on top at that
+point) and where its centre is; the probe then clicks there with Playwright's mouse. Playwright
+checks the same things over about a dozen round trips (and, besides, that the element has
+stopped moving). An element that is not plainly ready goes to Playwright's click, whose waits
+and errors decide, as before.
 """
 
 from __future__ import annotations
@@ -55,6 +63,27 @@ _PREPARE = """async (e) => {
           vh: innerHeight, sx: scrollX, sy: scrollY, caret: editable};
 }""" % {"id": _CARET_STYLE}
 
+_READY = """(e) => {
+  if (!e.isConnected || e.ownerDocument !== document) return null;
+  const style = getComputedStyle(e);
+  if (style.visibility !== 'visible' || style.pointerEvents === 'none') return null;
+  if (e.matches(':disabled') || e.closest('[aria-disabled=true]')) return null;
+  const inside = (r) => r.width > 0 && r.height > 0 && r.left + r.width / 2 >= 0 &&
+      r.top + r.height / 2 >= 0 && r.left + r.width / 2 < innerWidth &&
+      r.top + r.height / 2 < innerHeight;
+  let r = e.getBoundingClientRect();
+  if (!(r.width > 0 && r.height > 0)) return null;
+  if (!inside(r)) {
+    e.scrollIntoView({block: 'center', inline: 'center'});
+    r = e.getBoundingClientRect();
+    if (!inside(r)) return null;
+  }
+  const x = r.left + r.width / 2, y = r.top + r.height / 2;
+  const hit = document.elementFromPoint(x, y);
+  if (!hit || !(hit === e || e.contains(hit))) return null;
+  return [x, y];
+}"""
+
 _RESTORE = "() => document.getElementById('%s')?.remove()" % _CARET_STYLE
 
 
@@ -87,8 +116,11 @@ async def element_png(loc: Locator, timeout_ms: float, cdp: Any) -> bytes:
     Args:
       loc: the step's locator (strict: one element).
       timeout_ms: how long the reading may take, both paths together.
-      cdp: a CDP session of the locator's page (`BrowserContext.new_cdp_session`).
+      cdp: a CDP session of the locator's page (`BrowserContext.new_cdp_session`); None:
+        Playwright's screenshot alone.
     """
+    if cdp is None:
+        return await loc.screenshot(timeout=timeout_ms, animations="allow")
     end = time.monotonic() + timeout_ms / 1000
     try:
         rect = await loc.evaluate(_PREPARE, timeout=timeout_ms)
@@ -112,3 +144,17 @@ async def _restore(loc: Locator) -> None:
         await loc.page.evaluate(_RESTORE)
     except PlaywrightError:
         pass  # the page went away: nothing to restore
+
+
+async def ready_point(loc: Locator, timeout_ms: float) -> tuple[float, float] | None:
+    """Where to click the element `loc` matches, in viewport pixels, when it is plainly ready
+    (see the module docstring); None otherwise (Playwright's click decides)."""
+    try:
+        point = await loc.evaluate(_READY, timeout=timeout_ms)
+    except PlaywrightError:
+        return None  # none yet, several, a detached one: Playwright decides
+    try:
+        x, y = (float(v) for v in point)
+    except (TypeError, ValueError):
+        return None  # nothing, or what the page's own code made of the measurements
+    return (x, y) if math.isfinite(x) and math.isfinite(y) else None
