@@ -9,9 +9,10 @@ equal where they can be: for an element whose two Playwright pictures are equal 
 change meanwhile), ours must equal them too.
 
 With ``--verdicts N``, N answers (after the same ``--skip``; any answers, not only those with
-screenshots) are then scored by the evaluator's pool with ``BrowserConfig.one_trip_actions``
-on and off, one after the other, and the table gives each run's wall time, probe time
-(the sum of the rubrics' durations) and the rubric verdicts that differ, listed by name.
+screenshots) are then scored with ``BrowserConfig.one_trip_actions`` on and off (two pools
+side by side, one answer at a time, the first of the two alternating), and the table gives
+each side's wall time, probe time (the sum of the rubrics' durations) and the rubric verdicts
+that differ, listed by name.
 
 Run:
   python benchmarks/screenshots.py [--model gemini-2.5-pro] [--apps 40] [--skip 0]
@@ -148,31 +149,39 @@ def report(samples: list[dict]) -> str:
 
 
 def verdicts(rows, tasks) -> str:
-    """Scores `rows` with one-trip actions on, then off; a table and the differing verdicts."""
-    runs, lines = {}, []
-    for on in (True, False):
-        base = EvalConfig()
-        cfg = dataclasses.replace(base, browser=dataclasses.replace(base.browser,
-                                                                    one_trip_actions=on))
-        t0 = time.perf_counter()
-        recs = list(EvaluatorPool(tasks, cfg, workers=1).score(rows))
-        runs[on] = (recs, time.perf_counter() - t0)
+    """Scores each of `rows` with one-trip actions on and off (two pools open side by side,
+    one answer at a time, which goes first alternating, so both see the same machine); a
+    table and the differing verdicts."""
+    base = EvalConfig()
+    pools = {on: EvaluatorPool(tasks, dataclasses.replace(base, browser=dataclasses.replace(
+        base.browser, one_trip_actions=on)), workers=1) for on in (True, False)}
+    recs: dict[bool, list[dict]] = {True: [], False: []}
+    wall = {True: 0.0, False: 0.0}
+    try:
+        for i, row in enumerate(rows):
+            for on in ((True, False) if i % 2 == 0 else (False, True)):
+                t0 = time.perf_counter()
+                recs[on] += pools[on].collect(pools[on].submit([row]))
+                wall[on] += time.perf_counter() - t0
+    finally:
+        for pool in pools.values():
+            pool.close()
     body = []
-    for on, (recs, wall) in runs.items():
-        probe_s = sum((v.get("duration_ms") or 0) for r in recs for v in r.get("rubrics", [])) / 1000
-        body.append(["one trip" if on else "Playwright", len(recs), f"{wall:.0f}",
-                     f"{probe_s:.0f}", sum(r.get("status") != "ok" for r in recs)])
-    differing = 0
-    for a, b in zip(runs[True][0], runs[False][0]):
+    for on in (True, False):
+        probe_s = sum((v.get("duration_ms") or 0) for r in recs[on]
+                      for v in r.get("rubrics", [])) / 1000
+        body.append(["one trip" if on else "Playwright", len(recs[on]), f"{wall[on]:.0f}",
+                     f"{probe_s:.0f}", sum(r.get("status") != "ok" for r in recs[on])])
+    lines = []
+    for a, b in zip(recs[True], recs[False]):
         for va, vb in zip(a.get("rubrics", []), b.get("rubrics", [])):
             if va["verdict"] != vb["verdict"]:
-                differing += 1
                 lines.append(f"  {a['task_id']} {va['id']}: one trip {va['verdict']} "
                              f"({(va.get('message') or '')[:80]}), Playwright {vb['verdict']} "
                              f"({(vb.get('message') or '')[:80]})")
-    total = sum(len(r.get("rubrics", [])) for r in runs[True][0])
+    total = sum(len(r.get("rubrics", [])) for r in recs[True])
     return (table(["actions", "answers", "wall s", "probe s", "evaluator errors"], body) +
-            f"\n\nrubric verdicts differing: {differing} of {total}\n" + "\n".join(lines))
+            f"\n\nrubric verdicts differing: {len(lines)} of {total}\n" + "\n".join(lines))
 
 
 def main() -> None:
