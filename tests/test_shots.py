@@ -11,12 +11,13 @@ from __future__ import annotations
 import asyncio
 import base64
 import io
+import time
 
 import pytest
 from PIL import Image
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
-from evaluators.checks.shots import _CARET_STYLE, clip_of, element_png, ready_point
+from evaluators.checks.shots import _CARET_STYLE, click_if_ready, clip_of, element_png
 from evaluators.config import EvalConfig
 from evaluators.fleet.pool import make_mirror
 from evaluators.sandbox.app_server import APP_URL
@@ -33,10 +34,12 @@ PAGE = """<!DOCTYPE html><html><body style="margin:0">
 <div style="padding:10.5px 0 0 7.25px"><canvas id="frac" width="301" height="151"></canvas></div>
 <div style="height:1500px"></div>
 <canvas id="low" width="200" height="100"></canvas><button id="below">f</button>
+<button id="hang">h</button>
 <div id="big" style="width:3000px;height:3000px;background:linear-gradient(#0a0,#00a)"></div>
 <script>
 window.clicks = [];
 for (const b of document.querySelectorAll('button')) b.onclick = () => clicks.push(b.id);
+document.getElementById('hang').onclick = () => { for (;;) {} };
 for (const id of ['frac', 'low']) {
   const g = document.getElementById(id).getContext('2d');
   g.fillStyle = '#c33'; g.fillRect(0, 0, 300, 150);
@@ -71,10 +74,7 @@ async def _cases() -> dict:
             await page.goto(APP_URL)
             cdp = _Counting(await context.new_cdp_session(page))
             for sel in ("#ready", "#child", "#below", "#covered", "#disabled", "#hidden"):
-                point = await ready_point(page.locator(sel), 5000)
-                out[sel] = point is not None
-                if point is not None:
-                    await page.mouse.click(*point)
+                out[sel] = await click_if_ready(page.locator(sel), lambda: 5000)
             await page.evaluate("() => scrollTo(0, 0)")
             out["clicked"] = await page.evaluate("() => clicks")
             for sel in ("#frac", "#low", "#big"):
@@ -102,6 +102,14 @@ async def _cases() -> dict:
                 out["missing"] = "no error"
             except PlaywrightTimeout:
                 out["missing"] = "timeout"
+            # Last: a handler that never returns holds the page (the probe's watchdog ends
+            # it), not the click, which returns once the input is delivered, or in its time.
+            t0 = time.monotonic()
+            try:
+                out["hang"] = await click_if_ready(page.locator("#hang"), lambda: 1500)
+            except PlaywrightTimeout:
+                out["hang"] = "timeout"
+            out["hang s"] = time.monotonic() - t0
     finally:
         await worker.close()
     return out
@@ -139,6 +147,8 @@ def test_only_plainly_ready_elements_are_clicked_in_one_trip_and_the_click_lands
         "#ready": True, "#child": True, "#below": True,
         "#covered": False, "#disabled": False, "#hidden": False}
     assert cases["clicked"] == ["ready", "child", "below"]
+    # A handler that never returns does not hold the click beyond its time.
+    assert cases["hang"] in (True, "timeout") and cases["hang s"] < 5, cases["hang s"]
 
 
 @pytest.mark.browser

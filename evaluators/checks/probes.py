@@ -20,7 +20,7 @@ from evaluators.sandbox.browser import PageWatch, monotonic_ms
 from evaluators.sandbox.loading import BusyPage, LeftWhileLoading, load_app
 from evaluators.sandbox.quiet import GAP_S, page_quiet, quiet_rtt
 from evaluators.contract import Reason
-from evaluators.checks.shots import element_png, ready_point
+from evaluators.checks.shots import click_if_ready, element_png
 from evaluators.checks.steps import (INTERACTION_KEYS, ProbeError, describe_locator, js_regex,
                               js_string, step_kind)
 
@@ -322,9 +322,7 @@ class ProbeRunner:
         loc = self.locator(step["locator"])
         await self._present(loc, step["locator"], step)
         if self.one_trip and step["do"] == "click":
-            point = await ready_point(loc, self._left(self.action_timeout))
-            if point is not None:
-                await self.page.mouse.click(*point)
+            if await click_if_ready(loc, lambda: self._left(self.action_timeout)):
                 return
         if self.decide_when_quiet and step["do"] in _TRIAL_ACTIONS:
             await self._actionable(loc, step["do"])

@@ -29,13 +29,15 @@ and errors decide, as before.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import math
 import time
-from typing import Any
+from typing import Any, Callable
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Locator
+from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 # The id of the style that hides the caret while a focused editable element is captured (a
 # blinking caret would make two pictures of an unchanged form differ).
@@ -158,3 +160,17 @@ async def ready_point(loc: Locator, timeout_ms: float) -> tuple[float, float] | 
     except (TypeError, ValueError):
         return None  # nothing, or what the page's own code made of the measurements
     return (x, y) if math.isfinite(x) and math.isfinite(y) else None
+
+
+async def click_if_ready(loc: Locator, left_ms: Callable[[], float]) -> bool:
+    """Clicks the element `loc` matches at its centre if it is plainly ready (`ready_point`);
+    whether it did. `left_ms()` is the time the step has left; the click is bounded by it as
+    Playwright's is (a handler may hang), raising Playwright's TimeoutError."""
+    point = await ready_point(loc, left_ms())
+    if point is None:
+        return False
+    try:
+        await asyncio.wait_for(loc.page.mouse.click(*point), left_ms() / 1000)
+    except asyncio.TimeoutError:
+        raise PlaywrightTimeout("Timeout exceeded while clicking") from None
+    return True
