@@ -101,7 +101,7 @@ async def measure(rows, tasks, settle_ms: int) -> list[dict]:
                 cdp = await context.new_cdp_session(page)
                 for sel in sels:
                     loc = page.locator(sel)
-                    counted = _Counting(cdp)
+                    counted = CountingCdp(cdp)
                     p1 = await timed(loc.screenshot(timeout=5000, animations="allow"))
                     o1 = await timed(element_png(loc, 5000, counted))
                     p2 = await timed(loc.screenshot(timeout=5000, animations="allow"))
@@ -118,7 +118,10 @@ async def measure(rows, tasks, settle_ms: int) -> list[dict]:
     return out
 
 
-class _Counting:
+class CountingCdp:
+    """A CDP session that counts the screenshots it was asked for (ours took its own path
+    when it did, Playwright's when it did not)."""
+
     def __init__(self, cdp):
         self.cdp, self.captures = cdp, 0
 

@@ -17,6 +17,7 @@ import pytest
 from PIL import Image
 from playwright.async_api import TimeoutError as PlaywrightTimeout
 
+from benchmarks.screenshots import CountingCdp
 from evaluators.checks.shots import _CARET_STYLE, click_if_ready, clip_of, element_png
 from evaluators.config import EvalConfig
 from evaluators.fleet.pool import make_mirror
@@ -48,17 +49,6 @@ for (const id of ['frac', 'low']) {
 </script></body></html>"""
 
 
-class _Counting:
-    """A CDP session that counts the screenshots it was asked for."""
-
-    def __init__(self, cdp):
-        self.cdp, self.captures = cdp, 0
-
-    async def send(self, method, params=None):
-        self.captures += method == "Page.captureScreenshot"
-        return await self.cdp.send(method, params)
-
-
 def _red_pixels(png: bytes) -> int:
     img = Image.open(io.BytesIO(png)).convert("RGB")
     return sum(1 for r, g, b in img.tobytes() and zip(*[iter(img.tobytes())] * 3)
@@ -72,7 +62,7 @@ async def _cases() -> dict:
     try:
         async with worker.page(PAGE) as (page, _watch, context):
             await page.goto(APP_URL)
-            cdp = _Counting(await context.new_cdp_session(page))
+            cdp = CountingCdp(await context.new_cdp_session(page))
             for sel in ("#ready", "#child", "#below", "#covered", "#disabled", "#hidden"):
                 out[sel] = await click_if_ready(page.locator(sel), lambda: 5000)
             await page.evaluate("() => scrollTo(0, 0)")
