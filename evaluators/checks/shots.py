@@ -126,8 +126,10 @@ async def element_png(loc: Locator, timeout_ms: float, cdp: Any) -> bytes:
     end = time.monotonic() + timeout_ms / 1000
     try:
         rect = await loc.evaluate(_PREPARE, timeout=timeout_ms)
+    except PlaywrightTimeout:
+        raise  # the step's time is spent: Playwright's call would time out too, at once
     except PlaywrightError:
-        rect = None  # no such element yet, several, a detached one: Playwright decides
+        rect = None  # several, a detached one: Playwright decides
     clip = clip_of(rect) if isinstance(rect, dict) else None
     caret = isinstance(rect, dict) and rect.get("caret") is True
     try:
@@ -153,8 +155,10 @@ async def ready_point(loc: Locator, timeout_ms: float) -> tuple[float, float] | 
     (see the module docstring); None otherwise (Playwright's click decides)."""
     try:
         point = await loc.evaluate(_READY, timeout=timeout_ms)
+    except PlaywrightTimeout:
+        raise  # the step's time is spent waiting for the element: so would Playwright's be
     except PlaywrightError:
-        return None  # none yet, several, a detached one: Playwright decides
+        return None  # several, a detached one: Playwright decides
     try:
         x, y = (float(v) for v in point)
     except (TypeError, ValueError):
