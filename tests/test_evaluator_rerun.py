@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import json
 from pathlib import Path
+import time
 
 import jsonschema
 import pytest
@@ -380,3 +381,43 @@ def test_a_wait_bounded_by_a_deadline_that_moved_goes_on_in_the_time_given_back(
     # deadline. Before, whichever came first decided: the step's timeout a `moderate`
     # failure, the probe's limit a `severe` timeout (the same app scored 0.42 and 0.62).
     assert _run_with_time_given_back(steps) is None
+
+
+# The page answers nothing from 0.5 s after its script runs until 6.5 s: an expectation
+# bounded at 1 s fails in that stretch, and the question that tells a wrong value from a
+# missing element waits for the page.
+SLOW_TO_ANSWER = ("<p id=out>a</p><script>setTimeout(() => { const t = Date.now(); "
+                  "while (Date.now() - t < 6000); }, 500)</script>")
+
+
+def test_a_wrong_value_on_a_page_slow_to_answer_is_a_wrong_value_not_a_hang():
+    # Before, the element count behind the kind of failure had 2 s: a heavy page on a busy
+    # machine made the same wrong value a `severe` hang or a `moderate` wrong value by the
+    # load (one app scored 0.45 and 0.55). A page is hung only by the watchdog's measure.
+    from evaluators.checks.probes import ProbeRunner, StepFailure
+    from evaluators.contract import Reason
+    from evaluators.sandbox.browser import monotonic_ms
+
+    async def run():
+        worker = await BrowserWorker(CFG.browser, make_mirror(CFG)).start()
+        try:
+            async with worker.page(SLOW_TO_ANSWER) as (page, watch, _):
+                runner = ProbeRunner(
+                    page, watch, {"steps": [{"expect": "text", "locator": "#out", "value": "b"}],
+                                  "timeout_ms": 1000},
+                    None, monotonic_ms() + 30_000, hang_timeout_ms=CFG.browser.hang_timeout_ms)
+                await runner.load(5000)
+                t0 = time.monotonic()
+                try:
+                    await runner.run()
+                except StepFailure as e:
+                    return e, time.monotonic() - t0
+                return None, time.monotonic() - t0
+        finally:
+            await worker.close()
+    failure, took = asyncio.run(run())
+    assert failure is not None and failure.reason is Reason.WRONG_VALUE, (failure, took)
+    assert failure.severity == "moderate"
+    # The count did wait past the old 2 s for the page (else this test shows nothing), and
+    # within the watchdog's 8 s here.
+    assert took > 2.5, took

@@ -85,11 +85,14 @@ class ProbeRunner:
       deadline_ms: monotonic time at which the whole probe must end.
       decide_when_quiet: end waits early on a quiet page (`BrowserConfig.decide_when_quiet`).
       one_trip: screenshots and ready clicks in one evaluation (`BrowserConfig.one_trip_actions`).
+      hang_timeout_ms: how long the page may leave a trivial query unanswered before it is
+        hung (`BrowserConfig.hang_timeout_ms`, the watchdog's measure too).
     """
 
     def __init__(self, page: Page, watch: PageWatch, probe: dict, action_timeout_ms: int | None,
                  deadline_ms: float, decide_when_quiet: bool = False,
-                 busy_limit_ms: int | None = None, one_trip: bool = True):
+                 busy_limit_ms: int | None = None, one_trip: bool = True,
+                 hang_timeout_ms: float = 15_000):
         self.page = page
         self.watch = watch
         self.timeout = float(probe.get("timeout_ms", 5000))
@@ -108,6 +111,7 @@ class ProbeRunner:
         self._bound: float | None = None
         self.one_trip = one_trip  # `BrowserConfig.one_trip_actions`
         self._cdp = None  # the page's CDP session, for screenshots (`shots.element_png`)
+        self.hang_timeout = float(hang_timeout_ms)
 
     def extend(self, ms: float) -> None:
         """Moves the probe's deadline `ms` later (time its page lost waiting for a CPU)."""
@@ -503,8 +507,13 @@ class ProbeRunner:
         if spec is None:
             return StepFailure(message, "moderate")
         loc = self.locator(spec)
+        # Whether the element is there decides the kind (missing: severe; wrong: moderate).
+        # A heavy page on a busy CPU can take seconds to answer: it is hung only when it
+        # leaves the query unanswered as long as the watchdog's measure (before, 2 s made a
+        # wrong value on such a page a severe hang, or not, by the machine's load). The
+        # probe's time limit still ends the wait (`score._within`: a time-out).
         try:
-            count = await asyncio.wait_for(loc.count(), 2.0)
+            count = await asyncio.wait_for(loc.count(), self.hang_timeout / 1000)
         except (asyncio.TimeoutError, PlaywrightError):
             return StepFailure(f"{message} (the page stopped answering)", "severe",
                                reason=Reason.HANG)

@@ -99,7 +99,8 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
         t0 = time.perf_counter()
         runner = ProbeRunner(page, watch, rubric.probe, b.action_timeout_ms,
                              monotonic_ms() + limit_ms, decide_when_quiet=b.decide_when_quiet,
-                             busy_limit_ms=b.busy_limit_ms, one_trip=b.one_trip_actions)
+                             busy_limit_ms=b.busy_limit_ms, one_trip=b.one_trip_actions,
+                             hang_timeout_ms=b.hang_timeout_ms)
         cov = None
         if b.coverage:
             cov = Coverage()
