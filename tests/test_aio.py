@@ -58,7 +58,7 @@ def test_a_probe_cancelled_again_and_again_leaves_no_exception_unretrieved(monke
         await asyncio.sleep(0.1)
         raise StepFailure("failed after the cancel")
 
-    async def watchdog(runner, hang_timeout_ms):
+    async def watchdog(runner, hang_timeout_ms, waits=None):
         await asyncio.sleep(10)
 
     monkeypatch.setattr(score, "_load_and_run", load_and_run)

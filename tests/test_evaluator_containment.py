@@ -208,8 +208,11 @@ def test_the_watchdog_ends_a_loop_on_a_page_that_moved(move):
     (v,) = rec["rubrics"]
     assert (v["verdict"], v["severity"]) == ("fail", "severe")
     assert "stopped answering" in v["message"], v["message"]
-    assert "rerun" not in v
-    assert v["duration_ms"] < 12_000 and took < 20, (v["duration_ms"], took)
+    # On a machine whose CPU was contended the hang is decided once more, alone (as a
+    # time-out is), where the watchdog also gives back the page's CPU waits (3 s at most).
+    again = "rerun" in v
+    assert not again or v["rerun"]["reason"].startswith("stopped answering while"), v["rerun"]
+    assert v["duration_ms"] < 12_000 and took < (30 if again else 20), (v["duration_ms"], took)
 
 
 def _renderers() -> dict[int, int]:

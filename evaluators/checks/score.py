@@ -20,6 +20,7 @@ from evaluators.checks.runtime_gate import RuntimeGate, check_runtime
 from evaluators.config import EvalConfig
 from evaluators.contract import SCHEMA_VERSION, Diagnostic, Reason
 from evaluators.sandbox.coverage import Coverage
+from evaluators.sandbox.loading import BusyPage, answers
 from evaluators.sandbox.processes import cpu_wait_clock
 from evaluators.sandbox.writers import read_writers
 from evaluators.checks.diagnostics import (Frames, caused, error_diagnostic, failure_diagnostic,
@@ -42,22 +43,29 @@ class _ProbeTimeout(StepFailure):
     """The whole probe ran past its time limit."""
 
 
+class _PageHang(StepFailure):
+    """The probe's watchdog: the loaded page left a trivial script unanswered for
+    `hang_timeout_ms` (and, alone, the time its browser waited for a CPU meanwhile)."""
+
+
 class ProbeOutcome(NamedTuple):
     """One probe's result.
 
     Attributes:
       record: the rubric's verdict record.
       diagnostics: its diagnostics.
-      timed_out: the probe ran out of time.
+      timed_out: the probe ran out of time, or its watchdog found the page not answering.
       contended: it did so while another page of the browser was open, or while tasks on
-        the machine waited for a CPU (`PageWatch.starved`): the time limit may have been spent
-        waiting for the CPU.
+        the machine waited for a CPU (`PageWatch.starved`): the time limit, or the page's
+        time to answer, may have been spent waiting for the CPU.
+      hung: it was the watchdog (the page stopped answering), not the time limit.
     """
 
     record: dict
     diagnostics: list[dict]
     timed_out: bool = False
     contended: bool = False
+    hung: bool = False
 
 
 async def run_rubric(worker: BrowserWorker, rubric: Rubric, extraction: Extraction,
@@ -144,10 +152,13 @@ async def _probe_on_page(worker: BrowserWorker, rubric: Rubric, extraction: Extr
     rec, failed = _probe_record(rubric, watch, failure, error, errors, duration, covered)
     if failed is not None and writes is not None:
         failed["writers"] = writes
-    timed_out = isinstance(failure, _ProbeTimeout) and not watch.crashed
+    # A page busy computing for seconds at each step is stretched past the watchdog's
+    # measure by a loaded CPU as surely as past the time limit: both are decided again alone.
+    timed_out = isinstance(failure, (_ProbeTimeout, _PageHang)) and not watch.crashed
     # Read only for a timeout (a /proc read per probe otherwise spent for nothing).
     contended = timed_out and not alone and (watch.shared or watch.starved())
-    return ProbeOutcome(rec, ([failed] if failed else []) + diags, timed_out, contended)
+    return ProbeOutcome(rec, ([failed] if failed else []) + diags, timed_out, contended,
+                        timed_out and isinstance(failure, _PageHang))
 
 
 async def _writers(runner: ProbeRunner, frames: Frames) -> list[dict]:
@@ -179,7 +190,7 @@ async def _run_probe(runner: ProbeRunner, cov: Coverage | None, gate: RuntimeGat
     """Loads and runs the probe under its time limit (grown by the CPU waits `waits` reads,
     `_within`). Returns (failure, error): at most one is set. A gate failure that stops the
     probe returns (None, None) with the gate decided."""
-    run = asyncio.ensure_future(_guarded(runner, hang_timeout_ms, cov, gate))
+    run = asyncio.ensure_future(_guarded(runner, hang_timeout_ms, cov, gate, waits))
     try:
         ended = await _within(run, runner, limit_ms, waits)
     finally:
@@ -328,8 +339,13 @@ async def _read_coverage(cov: Coverage, extraction: Extraction, frames: Frames) 
     return {"functions": functions, "skipped": skipped, "since": "load"}
 
 
-async def _watchdog(runner: ProbeRunner, hang_timeout_ms: int) -> None:
-    """Raises StepFailure once the loaded page stops answering for hang_timeout_ms."""
+async def _watchdog(runner: ProbeRunner, hang_timeout_ms: int,
+                    waits: Callable[[], float] | None = None) -> None:
+    """Ends the probe once the loaded page stops answering, as gate E measures it: its main
+    thread spent `busy_limit_ms` of CPU without answering (a StepFailure: it hung by itself,
+    however loaded the machine), or no answer came in `hang_timeout_ms` plus, with `waits`,
+    the time its browser waited for a CPU meanwhile (`_PageHang`: decided again alone when
+    the CPU was contended)."""
     while True:
         await asyncio.sleep(1.0)
         if not runner.loaded:
@@ -337,20 +353,23 @@ async def _watchdog(runner: ProbeRunner, hang_timeout_ms: int) -> None:
         # Watched by whether it loaded, not by its URL: history.replaceState('#x') (or any
         # same-origin path) changes the URL of a page that is still the app.
         try:
-            await asyncio.wait_for(runner.page.evaluate("1"), hang_timeout_ms / 1000)
+            await answers(runner.page, runner.watch, hang_timeout_ms, runner.busy_limit_ms, waits)
         except asyncio.TimeoutError:
             runner.watch.hung = True
-            raise StepFailure(f"the page stopped answering (no reply in {hang_timeout_ms} ms): "
-                              "an infinite loop?", "severe", reason=Reason.HANG) from None
+            raise _PageHang(f"the page stopped answering (no reply in {hang_timeout_ms} ms): "
+                            "an infinite loop?", "severe", reason=Reason.HANG) from None
+        except BusyPage as e:
+            raise StepFailure(f"the page stopped answering ({e})", "severe",
+                              reason=Reason.HANG) from None
         except Exception:  # noqa: BLE001 - a closed or crashed page is reported elsewhere
             return
 
 
 async def _guarded(runner: ProbeRunner, hang_timeout_ms: int, cov: Coverage | None,
-                   gate: RuntimeGate | None) -> None:
+                   gate: RuntimeGate | None, waits: Callable[[], float] | None = None) -> None:
     """Runs the probe while a watchdog ends it early if the page hangs."""
     probe = asyncio.ensure_future(_load_and_run(runner, cov, gate))
-    dog = asyncio.ensure_future(_watchdog(runner, hang_timeout_ms))
+    dog = asyncio.ensure_future(_watchdog(runner, hang_timeout_ms, waits))
     try:
         done, _ = await asyncio.wait({probe, dog}, return_when=asyncio.FIRST_COMPLETED)
         if probe in done:
@@ -554,11 +573,12 @@ async def _decide_runtime(worker: BrowserWorker, task: Task, extraction: Extract
 async def _rerun_contended(worker: BrowserWorker, task: Task, results: list[ProbeOutcome],
                            extraction: Extraction, cfg: EvalConfig, frames: Frames,
                            kept: Kept) -> list[ProbeOutcome]:
-    """Runs once more, alone in the browser, each probe that timed out beside other pages.
+    """Runs once more, alone in the browser, each probe that timed out (or whose page stopped
+    answering) beside other pages.
 
     A heavy app's probes side by side can starve each other past the time limit where
-    one alone passes; a timeout then says more about the evaluator's concurrency than
-    about the app. The second run's verdict stands, and the record says so (`rerun`). Once
+    one alone passes, and a page computing for seconds at each step past the watchdog's
+    measure; either then says more about the evaluator's concurrency than about the app. The second run's verdict stands, and the record says so (`rerun`). Once
     a rerun times out alone too, the app is slow by itself and its other timeouts stand (a
     run alone holds the whole browser for up to a time limit).
     """
@@ -568,7 +588,8 @@ async def _rerun_contended(worker: BrowserWorker, task: Task, results: list[Prob
         again = await run_rubric(worker, task.rubrics[i], extraction, cfg, frames, alone=True)
         first = outcome.record
         again.record["rerun"] = {
-            "reason": "timed out while other pages or other work shared the CPU; run again alone",
+            "reason": ("stopped answering" if outcome.hung else "timed out")
+                      + " while other pages or other work shared the CPU; run again alone",
             "first_message": first["message"], "first_duration_ms": first.get("duration_ms")}
         results[i] = again
         kept.keep(i, again)
