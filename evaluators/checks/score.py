@@ -578,9 +578,10 @@ async def _rerun_contended(worker: BrowserWorker, task: Task, results: list[Prob
 
     A heavy app's probes side by side can starve each other past the time limit where
     one alone passes, and a page computing for seconds at each step past the watchdog's
-    measure; either then says more about the evaluator's concurrency than about the app. The second run's verdict stands, and the record says so (`rerun`). Once
-    a rerun times out alone too, the app is slow by itself and its other timeouts stand (a
-    run alone holds the whole browser for up to a time limit).
+    measure; either then says more about the evaluator's concurrency than about the app.
+    The second run's verdict stands, and the record says so (`rerun`). Once a rerun times
+    out alone too, the app is slow by itself and its other timeouts stand (a run alone
+    holds the whole browser for up to a time limit).
     """
     for i, outcome in enumerate(results):
         if not outcome.contended:
