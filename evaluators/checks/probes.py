@@ -19,6 +19,7 @@ from playwright.async_api import Locator, Page, expect
 from evaluators.sandbox.browser import PageWatch, monotonic_ms
 from evaluators.sandbox.loading import BusyPage, LeftWhileLoading, load_app
 from evaluators.sandbox.quiet import GAP_S, page_quiet, quiet_rtt
+from evaluators.config import BrowserConfig
 from evaluators.contract import Reason
 from evaluators.checks.shots import click_if_ready, element_png
 from evaluators.checks.steps import (INTERACTION_KEYS, ProbeError, describe_locator, js_regex,
@@ -92,7 +93,7 @@ class ProbeRunner:
     def __init__(self, page: Page, watch: PageWatch, probe: dict, action_timeout_ms: int | None,
                  deadline_ms: float, decide_when_quiet: bool = False,
                  busy_limit_ms: int | None = None, one_trip: bool = True,
-                 hang_timeout_ms: float = 15_000):
+                 hang_timeout_ms: float = BrowserConfig.hang_timeout_ms):
         self.page = page
         self.watch = watch
         self.timeout = float(probe.get("timeout_ms", 5000))
