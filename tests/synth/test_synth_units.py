@@ -230,3 +230,18 @@ def test_a_journal_replays_complete_chunks_and_refuses_what_it_cannot_continue(t
     path.write_text(lines[0] + "not json\n" + "".join(lines[1:]))
     with pytest.raises(JournalError, match=r"progress.jsonl:2: unreadable"):
         Journal(path, settings, resume=True)
+
+
+def test_the_package_runs_as_the_synth_command(tmp_path):
+    # `python -m evaluators.synth` is the same command as `python -m evaluators synth`: the
+    # same parser, so a missing --out is named the same way, before anything is drafted.
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    got = subprocess.run([sys.executable, "-m", "evaluators.synth", "--offline", "--count", "1"],
+                         capture_output=True, text=True, cwd=tmp_path, timeout=120, env=env)
+    assert got.returncode == 2, got.stderr
+    assert "python -m evaluators synth" in got.stderr and "--out" in got.stderr
