@@ -47,7 +47,7 @@ def test_a_probe_cancelled_again_and_again_leaves_no_exception_unretrieved(monke
     import gc
     import types
 
-    import evaluators.checks.score as score
+    import evaluators.checks.probe_run as probe_run
     from evaluators.checks.probes import StepFailure
 
     async def load_and_run(runner, cov, gate):
@@ -61,15 +61,15 @@ def test_a_probe_cancelled_again_and_again_leaves_no_exception_unretrieved(monke
     async def watchdog(runner, hang_timeout_ms, waits=None):
         await asyncio.sleep(10)
 
-    monkeypatch.setattr(score, "_load_and_run", load_and_run)
-    monkeypatch.setattr(score, "_watchdog", watchdog)
+    monkeypatch.setattr(probe_run, "_load_and_run", load_and_run)
+    monkeypatch.setattr(probe_run, "_watchdog", watchdog)
     unretrieved = []
 
     async def run():
         loop = asyncio.get_running_loop()
         loop.set_exception_handler(lambda _, ctx: unretrieved.append(ctx.get("message")))
         runner = types.SimpleNamespace(watch=types.SimpleNamespace(hung=False))
-        guarded = asyncio.ensure_future(score._guarded(runner, 1000, None, None))
+        guarded = asyncio.ensure_future(probe_run._guarded(runner, 1000, None, None))
         await asyncio.sleep(0.05)
         await cancel_and_wait(guarded, every_s=0.02)
         await asyncio.sleep(0.3)

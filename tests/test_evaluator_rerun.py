@@ -353,7 +353,7 @@ LATE_BUTTON = ("<button id=b style='display:none'>b</button>"
 
 def _run_with_time_given_back(steps: list[dict]) -> Exception | None:
     """Runs `steps` on LATE_BUTTON with a 1 s deadline that moves 1 s later at 0.9 s, as
-    `score._within` moves it alone; the step's exception, or None when it passed."""
+    `probe_run._within` moves it alone; the step's exception, or None when it passed."""
     from evaluators.checks.probes import ProbeRunner
     from evaluators.sandbox.browser import monotonic_ms
 

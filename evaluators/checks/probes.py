@@ -252,7 +252,7 @@ class ProbeRunner:
                 return  # waited it all, or a retry block's time is up: the block decides
             elif not await self._outlasted():
                 # The probe's time is up: its time limit ends it here, unless its deadline
-                # moves (time given back for CPU waits, `score._within`) and the wait goes on.
+                # moves (time given back for CPU waits, `probe_run._within`) and the wait goes on.
                 return
 
     async def _present(self, loc: Locator, spec: Any, step: dict) -> None:
@@ -512,7 +512,7 @@ class ProbeRunner:
         # A heavy page on a busy CPU can take seconds to answer: it is hung only when it
         # leaves the query unanswered as long as the watchdog's measure (before, 2 s made a
         # wrong value on such a page a severe hang, or not, by the machine's load). The
-        # probe's time limit still ends the wait (`score._within`: a time-out).
+        # probe's time limit still ends the wait (`probe_run._within`: a time-out).
         try:
             count = await asyncio.wait_for(loc.count(), self.hang_timeout / 1000)
         except (asyncio.TimeoutError, PlaywrightError):
