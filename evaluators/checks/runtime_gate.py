@@ -61,7 +61,7 @@ class RuntimeGate:
         except Exception as e:  # noqa: BLE001
             if not watch.crashed and not page.context.browser.is_connected():
                 raise EvaluatorFault(f"browser died during the load check: {e}") from e
-        await check_not_killed(watch)
+        await check_not_killed(watch, b.answer_timeout_s)
         return self.decide(watch, failure, reason)
 
     def decide(self, watch: PageWatch, failure: str | None, reason: Reason | None = None) -> bool:
@@ -118,7 +118,7 @@ async def check_runtime(worker: BrowserWorker, extraction: Extraction, cfg: Eval
                                "loading; the sandbox blocked that navigation)", Reason.LOAD_FAILED)
         except Exception as e:  # noqa: BLE001 - Playwright timeout or navigation error
             watch.hung = True
-            await check_not_killed(watch)
+            await check_not_killed(watch, b.answer_timeout_s)
             gate.decide(watch, f"the page did not load within {b.load_timeout_ms} ms "
                                f"({str(e).splitlines()[0][:200]})", Reason.LOAD_FAILED)
         if not gate.decided:

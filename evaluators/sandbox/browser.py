@@ -147,19 +147,25 @@ class PageWatch:
         })
 
 
-async def check_not_killed(watch: PageWatch, wait_s: float = 2.0) -> None:
+async def check_not_killed(watch: PageWatch, wait_s: float | None = 30.0) -> None:
     """Raises EvaluatorFault when the page's renderer was killed from outside.
 
     A renderer that crashed by itself (its memory cap, a V8 heap overflow, the watchdog's
     kill) is the app's failure; one killed by a signal from elsewhere is not, and the
     response is scored again. Chromium reports the status on the browser's own session,
-    which may arrive a little after the page's crash: it is waited for up to `wait_s`.
+    which may arrive well after the page's crash when the CPU is busy: it is waited for up
+    to `wait_s` (the bound past which the browser counts as stuck,
+    `BrowserConfig.answer_timeout_s`; None: no bound). A status that has not come by then
+    is the evaluator's failure too: a crash is the app's only when the browser says so.
     """
     if not watch.crashed:
         return
-    end = time.monotonic() + wait_s
-    while watch.crash_status is None and time.monotonic() < end:
+    end = None if wait_s is None else time.monotonic() + wait_s
+    while watch.crash_status is None and (end is None or time.monotonic() < end):
         await asyncio.sleep(0.05)
+    if watch.crash_status is None:
+        raise EvaluatorFault(f"the browser did not say within {wait_s} s how the page's "
+                             "renderer ended")
     if watch.crash_status == "killed":
         raise EvaluatorFault("the page's renderer was killed from outside the browser "
                              "(a signal, not the app)")
