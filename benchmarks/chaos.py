@@ -25,16 +25,25 @@ Each pass's records, cut to what the passes compare (`compact`: verdicts, gate, 
 status; no answer, no diagnostics), go to ``--out`` (``calm.jsonl``, ``chaos.jsonl``,
 ``ray.jsonl``, with the commit and sample they came from), so that a long run can be split:
 ``--passes calm`` first, then ``--passes chaos ray``, which reads the calm pass back when it
-was made by the same code.
+was made by the same evaluator code (``evaluators/``, the hostile apps and the pinned
+packages, by their git content, not the commit) and the same sample.
+
+Recheck (``--passes recheck``, ``--recheck N`` times): a verdict can differ between two calm
+runs too (an app racing its own timers or the probe's time limit on a busy CPU), so each real
+app whose verdicts differ in the chaos or Ray pass is scored ``N`` times more, calm, on the
+same pool, and each differing verdict is called *run-to-run* when a calm rescoring gives the
+verdict the killed run gave, else *only under kills*: the second count is what the kills did.
 
 Run:
   python benchmarks/chaos.py [--apps 1000] [--kill-every 20] [--stop-share 0.25] [--workers 2]
-                             [--ray-apps 40] [--passes calm chaos ray] [--out runs/chaos]
+                             [--ray-apps 40] [--passes calm chaos ray recheck] [--recheck 4]
+                             [--out runs/chaos]
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import random
@@ -49,7 +58,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.proc_cpu import descendants  # noqa: E402
-from benchmarks.revision import code_version  # noqa: E402
+from benchmarks.revision import code_version, tree_version  # noqa: E402
 from evaluators.config import EvalConfig  # noqa: E402
 from evaluators.fleet.pool import EvaluatorPool  # noqa: E402
 from evaluators.summary import table  # noqa: E402
@@ -59,6 +68,12 @@ from tests.test_evaluator_containment import _Listeners  # noqa: E402
 from tests.test_evaluator_browser import COUNTER, GOOD  # noqa: E402
 
 DATA = REPO.parent / "shared" / "data" / "interactscience"
+# What a pass's verdicts depend on besides the sample: a pass saved by another commit with
+# the same content here is reused.
+CODE = ("evaluators", "tests/hostile_apps.py", "tests/test_evaluator_browser.py", "setup.py")
+# The fields of a saved pass's first line that must match for it to be reused ("commit" is
+# kept for the reader, not compared).
+KEY = ("code", "sample", "apps", "hostile_share", "workers", "pass")
 
 
 def sample(n: int, hostile_share: float, ports: tuple[int, ...]) -> tuple[dict, list[dict]]:
@@ -238,7 +253,8 @@ def _saved(path: Path, head: dict) -> tuple[list[dict], dict] | None:
     if not path.exists():
         return None
     lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
-    if len(lines) < 2 or lines[0] != head or not lines[-1].get("done"):
+    same = len(lines) >= 2 and all(lines[0].get(k) == head.get(k) for k in KEY)
+    if not same or not lines[-1].get("done"):
         print(f"{path}: not a finished pass of this code and sample: it runs again",
               file=sys.stderr)
         return None
@@ -263,6 +279,68 @@ def compact(record: dict) -> dict:
     return out
 
 
+def sample_digest(tasks: dict, rows: list[dict]) -> str:
+    """A name for the sample: each row's name and answer with its task's rubrics. A hostile
+    row counts by name only, since its answer holds this run's listener ports."""
+    h = hashlib.sha256()
+    for r in rows:
+        part = [r["name"], "" if r["hostile"] else r["response"], tasks.get(r["task_id"])]
+        h.update(json.dumps(part, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:12]
+
+
+def differing(rows: list[dict], calm: dict, out: list[dict]) -> list[tuple[int, str]]:
+    """The (row, verdict key) of the real apps whose verdict in `out` differs from calm."""
+    ours = verdicts(out)
+    return [k for k in calm if k in ours and ours[k] != calm[k] and not rows[k[0]]["hostile"]]
+
+
+def recheck(tasks: dict, rows: list[dict], calm: dict, passes: dict[str, list[dict]],
+            workers: int, times: int) -> tuple[list[list], int]:
+    """Scores each real app with a differing verdict `times` more times, calm, as copies on
+    one pool (so the CPU is as busy as in a pass), and tells run-to-run noise from the kills.
+
+    Args:
+      passes: pass name -> its records, for rows[0:len(records)].
+
+    Returns:
+      `classify`'s table rows and count.
+    """
+    apps = sorted({i for out in passes.values() for i, _ in differing(rows, calm, out)})
+    if not apps:
+        return [], 0
+    copies = [rows[i] for i in apps for _ in range(times)]
+    with EvaluatorPool(tasks, EvalConfig(), workers=workers) as pool:
+        again = pool.collect(pool.submit(copies))
+    return classify(rows, calm, passes, {i: again[k * times:(k + 1) * times]
+                                         for k, i in enumerate(apps)})
+
+
+def classify(rows: list[dict], calm: dict, passes: dict[str, list[dict]],
+             again: dict[int, list[dict]]) -> tuple[list[list], int]:
+    """Each verdict a pass gives against calm's, called run-to-run when one of the calm
+    rescorings of its app (`again`: row -> records) gives it too, else only under kills.
+
+    Returns:
+      One table row per differing verdict, and how many no calm rescoring gave.
+    """
+    seen: dict[tuple[int, str], list[str]] = {}
+    for i, records in again.items():
+        for record in records:
+            for (_, rid), v in verdicts([record]).items():
+                seen.setdefault((i, rid), []).append(v)
+    out, only_kills = [], 0
+    for name, records in passes.items():
+        ours = verdicts(records)
+        for i, rid in differing(rows, calm, records):
+            calm_too = ours[i, rid] in seen.get((i, rid), [])
+            only_kills += not calm_too
+            out.append([name, f"{rows[i]['name']} / {rid}", calm[i, rid], ours[i, rid],
+                        ", ".join(seen.get((i, rid), ["(no ok record)"])),
+                        "run-to-run" if calm_too else "only under kills"])
+    return out, only_kills
+
+
 def _save(path: Path, head: dict, records: list[dict], foot: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as f:
@@ -270,7 +348,7 @@ def _save(path: Path, head: dict, records: list[dict], foot: dict) -> None:
             f.write(json.dumps(line) + "\n")
 
 
-def main() -> None:
+def _args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--apps", type=int, default=1000, help="apps scored in each pool run")
     ap.add_argument("--hostile-share", type=float, default=0.1)
@@ -283,61 +361,74 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--ray-apps", type=int, default=40, help="apps for the Ray run (0: skip)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--passes", nargs="+", choices=("calm", "chaos", "ray"),
-                    default=["calm", "chaos", "ray"],
-                    help="passes to run; the calm pass's records are read from --out when a "
-                         "finished one of the same code and sample is there")
+    ap.add_argument("--passes", nargs="+", choices=("calm", "chaos", "ray", "recheck"),
+                    default=["calm", "chaos", "ray", "recheck"],
+                    help="passes to run; a pass not run is read from --out when a finished "
+                         "one of the same evaluator code and sample is there")
+    ap.add_argument("--recheck", type=int, default=4,
+                    help="calm rescorings of each real app whose verdicts differ")
     ap.add_argument("--out", type=Path, default=REPO / "runs" / "chaos",
                     help="each pass's records (calm.jsonl, chaos.jsonl, ray.jsonl)")
-    args = ap.parse_args()
+    return ap.parse_args()
 
+
+def _chaos(args, tasks: dict, rows: list[dict]) -> tuple[list[dict], float, dict]:
+    killer = Killer(args.kill_every, args.browser_share, args.seed, args.stop_share)
+    with killer:
+        out, wall, restarts = run_pool(tasks, rows, args.workers, killer)
+    print(f"chaos: {wall:.0f} s, kills {killer.kills}, worker restarts {restarts}", flush=True)
+    return out, wall, {**killer.kills, "worker restarts": restarts}
+
+
+def _ray(args, tasks: dict, rows: list[dict]) -> tuple[list[dict], float, dict]:
+    ray_killer = Killer(1e9, 0, args.seed)  # no random kills: only the actor
+    out, wall, replaced = run_ray(tasks, rows[:args.ray_apps], args.workers, ray_killer)
+    print(f"ray: {wall:.0f} s, actors replaced {replaced}", flush=True)
+    return out, wall, {**ray_killer.kills, "actors replaced": replaced}
+
+
+def _pass(name: str, run, args, head: dict) -> tuple[list[dict], float, dict] | None:
+    """A pass run now (when asked for) and saved, or read back from --out, or None."""
+    path = args.out / f"{name}.jsonl"
+    if name in args.passes:
+        out, wall, kills = run()
+        _save(path, {**head, "pass": name}, out, {"wall_s": wall, "kills": kills})
+        return out, wall, kills
+    got = _saved(path, {**head, "pass": name})
+    return None if got is None else (got[0], got[1]["wall_s"], got[1].get("kills") or {})
+
+
+def main() -> None:
+    args = _args()
     ears = _Listeners()
     ports = (ears.port(socket.AF_INET, socket.SOCK_STREAM),
              ears.port(socket.AF_INET6, socket.SOCK_STREAM),
              ears.port(socket.AF_INET, socket.SOCK_DGRAM), ears.port(socket.AF_INET6, socket.SOCK_DGRAM))
     tasks, rows = sample(args.apps, args.hostile_share, ports)
-    n_hostile = sum(r["hostile"] for r in rows)
-    commit = code_version()
-    print(f"{len(rows)} apps ({n_hostile} hostile), {args.workers} workers, a kill every "
-          f"{args.kill_every} s on average ({args.browser_share:.0%} browsers, "
-          f"{args.stop_share:.0%} of the picks stopped, not killed), commit {commit}", flush=True)
-    # The hostile apps name this run's listener ports: a calm pass of another run scored
-    # the same apps with other port numbers, which no verdict depends on.
-    head = {"commit": commit, "apps": args.apps, "hostile_share": args.hostile_share,
-            "workers": args.workers}
-    results, diffs = [], []
-    path = args.out / "calm.jsonl"
-    got = None if "calm" in args.passes else _saved(path, {**head, "pass": "calm"})
+    head = {"commit": code_version(), "code": tree_version(*CODE),
+            "sample": sample_digest(tasks, rows), "apps": args.apps,
+            "hostile_share": args.hostile_share, "workers": args.workers}
+    print(f"{len(rows)} apps ({sum(r['hostile'] for r in rows)} hostile), {args.workers} "
+          f"workers, a kill every {args.kill_every} s on average ({args.browser_share:.0%} "
+          f"browsers, {args.stop_share:.0%} of the picks stopped, not killed), commit "
+          f"{head['commit']}, evaluator code {head['code']}, sample {head['sample']}", flush=True)
+    got = _pass("calm", lambda: run_pool(tasks, rows, args.workers, None)[:2] + ({},), args, head)
     if got is None:
-        if "calm" not in args.passes:
-            raise SystemExit(f"no finished calm pass of commit {commit} in {path}: run "
-                             "--passes calm first (or with the other passes)")
-        calm_out, wall, _ = run_pool(tasks, rows, args.workers, None)
-        _save(path, {**head, "pass": "calm"}, calm_out, {"wall_s": wall})
-    else:
-        calm_out, wall = got[0], got[1]["wall_s"]
+        raise SystemExit(f"no finished calm pass of this code and sample in {args.out}: run "
+                         "--passes calm first (or with the other passes)")
+    calm_out, wall, _ = got
     calm = verdicts(calm_out)
-    results.append(_row("calm", rows, calm_out, wall, None, {}, diffs))
-    print(f"calm: {wall:.0f} s", flush=True)
-    if "chaos" in args.passes:
-        killer = Killer(args.kill_every, args.browser_share, args.seed, args.stop_share)
-        with killer:
-            out, wall, restarts = run_pool(tasks, rows, args.workers, killer)
-        _save(args.out / "chaos.jsonl", {**head, "pass": "chaos"}, out,
-              {"wall_s": wall, "kills": killer.kills, "restarts": restarts})
-        results.append(_row("chaos (pool)", rows, out, wall, calm, dict(killer.kills), diffs))
-        print(f"chaos: {wall:.0f} s, kills {killer.kills}, worker restarts {restarts}",
-              flush=True)
-    if args.ray_apps and "ray" in args.passes:
-        sub = rows[:args.ray_apps]
-        ray_killer = Killer(1e9, 0, args.seed)  # no random kills: only the actor
-        out, wall, replaced = run_ray(tasks, sub, args.workers, ray_killer)
-        sub_calm = {k: v for k, v in calm.items() if k[0] < len(sub)}
-        kills = {**ray_killer.kills, "actors replaced": replaced}
-        _save(args.out / "ray.jsonl", {**head, "pass": "ray"}, out, {"wall_s": wall,
-                                                                     "kills": kills})
-        results.append(_row("Ray actors", sub, out, wall, sub_calm, kills, diffs))
-        print(f"ray: {wall:.0f} s, actors replaced {replaced}", flush=True)
+    results, diffs, done = [_row("calm", rows, calm_out, wall, None, {}, [])], [], {}
+    for name, label, run in (("chaos", "chaos (pool)", lambda: _chaos(args, tasks, rows)),
+                             ("ray", "Ray actors", lambda: _ray(args, tasks, rows))):
+        if name == "ray" and not args.ray_apps:
+            continue
+        got = _pass(name, run, args, head)
+        if got is not None:
+            done[name] = got[0]
+            sub = rows if name == "chaos" else rows[:args.ray_apps]
+            results.append(_row(label, sub, got[0], got[1],
+                                {k: v for k, v in calm.items() if k[0] < len(sub)}, got[2], diffs))
     time.sleep(1.0)
     seen = list(ears.seen)
     ears.close()
@@ -348,6 +439,19 @@ def main() -> None:
     print(f"\npackets at the loopback listeners: {len(seen)} {seen[:5]}")
     print("\n".join(["evaluator errors and verdicts differing from the calm run:"] + diffs)
           if diffs else "no evaluator error, no verdict differs from the calm run")
+    if "recheck" in args.passes:
+        _report_recheck(args, tasks, rows, calm, done)
+
+
+def _report_recheck(args, tasks: dict, rows: list[dict], calm: dict, done: dict) -> None:
+    t0 = time.monotonic()
+    lines, only_kills = recheck(tasks, rows, calm, done, args.workers, args.recheck)
+    print(f"\nrecheck: each real app with a differing verdict scored {args.recheck} more times "
+          f"calm ({time.monotonic() - t0:.0f} s)")
+    if lines:
+        print(table(["pass", "app / verdict", "calm", "under kills",
+                     f"calm again x{args.recheck}", "cause"], lines))
+    print(f"differing verdicts no calm rescoring gives (what the kills did): {only_kills}")
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ def test_a_saved_pass_compares_as_the_records_did_and_holds_no_response(tmp_path
         {"name": "t3 m", "status": "error", "error": "", "rubrics": []},
     ]
     path = tmp_path / "calm.jsonl"
-    head = {"commit": "abc", "pass": "calm"}
+    head = {"commit": "abc", "code": "c1", "pass": "calm"}
     _save(path, head, records, {"wall_s": 1.0})
     back, foot = _saved(path, head)
     assert verdicts(back) == verdicts(records) and foot["wall_s"] == 1.0
@@ -30,5 +30,32 @@ def test_a_saved_pass_compares_as_the_records_did_and_holds_no_response(tmp_path
     assert compact(records[0])["rubrics"][1] == {
         "id": "b", "verdict": "fail", "ran": True, "severity": "severe", "failed_step": 2,
         "duration_ms": 5000.0, "reason": "timeout"}  # why it failed, typed: no message
-    assert _saved(path, {**head, "commit": "other"}) is None  # another code's pass: not reused
+    assert _saved(path, {**head, "code": "other"}) is None  # another code's pass: not reused
+    assert _saved(path, {**head, "commit": "other"}) is not None  # another commit, same code
     assert json.loads(path.read_text().splitlines()[-1])["done"] is True
+
+
+def _rec(name, verdict, reward):
+    return {"name": name, "status": "ok", "gate": None, "reward": reward,
+            "rubrics": [{"id": "a", "verdict": verdict, "ran": True}]}
+
+
+def test_a_difference_calm_rescoring_gives_too_is_not_blamed_on_the_kills():
+    from benchmarks.chaos import classify, differing
+
+    rows = [{"name": "real 1", "hostile": False}, {"name": "real 2", "hostile": False},
+            {"name": "hostile 1", "hostile": True}]
+    calm_records = [_rec("real 1", "pass", 1.0), _rec("real 2", "pass", 1.0),
+                    _rec("hostile 1", "pass", 1.0)]
+    chaos = [_rec("real 1", "fail", 0.5), _rec("real 2", "fail", 0.5), _rec("hostile 1", "fail", 0.5)]
+    calm = verdicts(calm_records)
+    assert differing(rows, calm, chaos) == [(0, "<reward>"), (0, "a"), (1, "<reward>"), (1, "a")]
+    again = {0: [_rec("real 1", "pass", 1.0), _rec("real 1", "fail", 0.5)],  # races: noise
+             1: [_rec("real 2", "pass", 1.0), {"name": "real 2", "status": "error",
+                                                 "rubrics": []}]}
+    lines, only_kills = classify(rows, calm, {"chaos": chaos}, again)
+    assert only_kills == 2  # real 2's two verdicts: no calm rescoring gives them
+    causes = {line[1]: line[-1] for line in lines}
+    assert causes == {"real 1 / a": "run-to-run", "real 1 / <reward>": "run-to-run",
+                      "real 2 / a": "only under kills", "real 2 / <reward>": "only under kills"}
+    assert [line[4] for line in lines if line[1] == "real 2 / a"] == ["pass"]
