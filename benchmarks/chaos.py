@@ -73,6 +73,8 @@ DATA = REPO.parent / "shared" / "data" / "interactscience"
 CODE = ("evaluators", "tests/hostile_apps.py", "tests/test_evaluator_browser.py", "setup.py")
 # The fields of a saved pass's first line that must match for it to be reused ("commit" is
 # kept for the reader, not compared).
+# Diagnostic kinds that fail a gate (F, S, E): `compact` keeps their typed reasons.
+GATE_KINDS = ("no_app", "syntax_error", "parse_timeout", "runtime_failure")
 KEY = ("code", "sample", "apps", "hostile_share", "workers", "pass")
 
 
@@ -263,7 +265,7 @@ def _saved(path: Path, head: dict) -> tuple[list[dict], dict] | None:
 
 def compact(record: dict) -> dict:
     """What a later pass compares of a record (`verdicts`, `_row`), and the typed fields that
-    say why a rubric failed (severity, failed step, time, the probe failure's reason): no
+    say why a gate or a rubric failed (severity, failed step, time, the probe failure's reason): no
     response, no diagnostics, no messages, so that a saved pass is small and holds none of
     the benchmark's answers."""
     out = {k: record.get(k) for k in ("name", "status", "gate", "reward")}
@@ -273,6 +275,9 @@ def compact(record: dict) -> dict:
                        **{k: v.get(k) for k in ("severity", "failed_step", "duration_ms")},
                        "reason": reasons.get(v["id"])}
                       for v in record.get("rubrics") or ()]
+    # Why a gate failed, typed (a calm-calm difference on gate E kept no cause before).
+    out["gate_causes"] = [[d.get("kind"), d.get("reason")] for d in record.get("diagnostics") or ()
+                          if d.get("kind") in GATE_KINDS]
     if record.get("status") == "error":
         lines = (record.get("error") or "").strip().splitlines() or ["(no message)"]
         out["error"] = lines[0][:500]

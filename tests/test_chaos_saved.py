@@ -16,6 +16,9 @@ def test_a_saved_pass_compares_as_the_records_did_and_holds_no_response(tmp_path
                      {"id": "b", "verdict": "fail", "evidence": "x", "severity": "severe",
                       "failed_step": 2, "duration_ms": 5000.0, "message": "waited"},
                      {"id": "c", "verdict": "skipped", "ran": False}]},
+        {"name": "t4 m", "status": "ok", "gate": "E", "reward": 0.1, "rubrics": [],
+         "diagnostics": [{"kind": "page_error", "reason": "uncaught_at_load"},
+                         {"kind": "runtime_failure", "reason": "hang", "message": "<html>C"}]},
         {"name": "t2 m", "status": "error", "error": "\nbrowser died\nTraceback...",
          "response": "<html>B", "rubrics": []},
         {"name": "t3 m", "status": "error", "error": "", "rubrics": []},
@@ -25,7 +28,8 @@ def test_a_saved_pass_compares_as_the_records_did_and_holds_no_response(tmp_path
     _save(path, head, records, {"wall_s": 1.0})
     back, foot = _saved(path, head)
     assert verdicts(back) == verdicts(records) and foot["wall_s"] == 1.0
-    assert [r["error"] for r in back[1:]] == ["browser died", "(no message)"]
+    assert [r["error"] for r in back[2:]] == ["browser died", "(no message)"]
+    assert back[1]["gate_causes"] == [["runtime_failure", "hang"]]  # why gate E failed
     assert "<html>" not in path.read_text() and "diagnostics" not in path.read_text()
     assert compact(records[0])["rubrics"][1] == {
         "id": "b", "verdict": "fail", "ran": True, "severity": "severe", "failed_step": 2,
