@@ -71,10 +71,10 @@ DATA = REPO.parent / "shared" / "data" / "interactscience"
 # What a pass's verdicts depend on besides the sample: a pass saved by another commit with
 # the same content here is reused.
 CODE = ("evaluators", "tests/hostile_apps.py", "tests/test_evaluator_browser.py", "setup.py")
-# The fields of a saved pass's first line that must match for it to be reused ("commit" is
-# kept for the reader, not compared).
 # Diagnostic kinds that fail a gate (F, S, E): `compact` keeps their typed reasons.
 GATE_KINDS = ("no_app", "syntax_error", "parse_timeout", "runtime_failure")
+# The fields of a saved pass's first line that must match for it to be reused ("commit" is
+# kept for the reader, not compared).
 KEY = ("code", "sample", "apps", "hostile_share", "workers", "pass")
 
 
@@ -265,9 +265,9 @@ def _saved(path: Path, head: dict) -> tuple[list[dict], dict] | None:
 
 def compact(record: dict) -> dict:
     """What a later pass compares of a record (`verdicts`, `_row`), and the typed fields that
-    say why a gate or a rubric failed (severity, failed step, time, the probe failure's reason): no
-    response, no diagnostics, no messages, so that a saved pass is small and holds none of
-    the benchmark's answers."""
+    say why a gate or a rubric failed (severity, failed step, time, the probe failure's
+    reason, the gate diagnostics' kind and reason): no response, no diagnostics, no
+    messages, so that a saved pass is small and holds none of the benchmark's answers."""
     out = {k: record.get(k) for k in ("name", "status", "gate", "reward")}
     reasons = {d.get("rubric_id"): d.get("reason") for d in record.get("diagnostics") or ()
                if d.get("kind") == "probe_failure"}
@@ -422,6 +422,7 @@ def main() -> None:
         raise SystemExit(f"no finished calm pass of this code and sample in {args.out}: run "
                          "--passes calm first (or with the other passes)")
     calm_out, wall, _ = got
+    print(f"calm: {wall:.0f} s", flush=True)
     calm = verdicts(calm_out)
     results, diffs, done = [_row("calm", rows, calm_out, wall, None, {}, [])], [], {}
     for name, label, run in (("chaos", "chaos (pool)", lambda: _chaos(args, tasks, rows)),
