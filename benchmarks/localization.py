@@ -23,7 +23,7 @@ Run:
   python benchmarks/localization.py [--models gemini-2.5-pro claude-sonnet-4-20250514]
       [--tasks 40] [--per-kind 1] [--seeds 0 1] [--limit N] [--pages 3] [--fresh]
       [--fresh-mutants] [--no-rules] [--faults seen|unseen|all] [--split all|dev|held-out]
-      [--rank-grid] [--cache DIR]
+      [--rank-grid] [--misses] [--cache DIR]
 
 The fault kinds live in ``evaluators/synth/faults.py``: ``--faults seen`` (default) are the six
 above, which the rules were written while looking at; ``--faults unseen`` are eight kinds no
@@ -109,6 +109,7 @@ class BenchConfig:
             while looking at; ``unseen``, the eight of ``faults.UNSEEN``; ``all``.
         split: which tasks (``faults.held_out``): ``dev``, ``held-out`` or ``all``.
         rank_grid: also try the scored combiner's settings (``RANK_GRID``), chosen on dev.
+        misses: list the development split's misses of ``grounded`` (never the held-out's).
     """
 
     models: tuple[str, ...] = MODELS[:2]
@@ -123,6 +124,7 @@ class BenchConfig:
     faults: str = "seen"
     split: str = "all"
     rank_grid: bool = False
+    misses: bool = False
 
 
 def make_mutants(records: list[dict], cfg: BenchConfig) -> list[dict]:
@@ -340,6 +342,39 @@ def rule_rows(mutants: list[dict], tasks: dict[str, Task], tok) -> list[list]:
     return rows
 
 
+def miss_lines(mutants: list[dict], tasks: dict[str, Task]) -> list[str]:
+    """One block per development-split mutant whose fault ``grounded`` leaves outside S_dir:
+    the fault's line, and each counted diagnostic's reason and direct spans with their rules.
+    Held-out mutants are never listed: reading their misses would fit the rules to them."""
+    out = []
+    for rec in mutants:
+        if held_out(rec["task_id"]):
+            continue
+        loc = localize_record(rec, "grounded", task=tasks[rec["task_id"]])
+        counted = [d for d in loc["diagnostics"] if d.get("weighted")]
+        fault = tuple(Mutation(**rec["mutation"]).fault)
+        text = rec["response"]
+        if _inside(fault, merge_spans(tuple(x) for d in counted for x in d["s_dir"])):
+            continue
+        in_ctx = _inside(fault, merge_spans(tuple(x) for d in counted for x in d["s_ctx"]))
+        out.append(f"- {rec['task_id']} {rec['model']} seed {rec.get('seed', 0)}: "
+                   f"{rec['mutation']['kind']} at line {text.count(chr(10), 0, fault[0]) + 1}"
+                   f"{' (in S_ctx)' if in_ctx else ''}: {_line_at(text, fault[0])}")
+        for d in counted:
+            out.append(f"    {d.get('kind')} {d.get('reason')} {d.get('rubric_id') or ''}")
+            for e in d["evidence"]:
+                if e["set"] == "dir":
+                    out.append(f"      dir by {', '.join(_rules_of(e))}: "
+                               f"{_line_at(text, e['span'][0])}")
+    return out
+
+
+def _line_at(text: str, at: int) -> str:
+    start = text.rfind("\n", 0, at) + 1
+    end = text.find("\n", at)
+    return text[start:end if end >= 0 else len(text)].strip()[:120]
+
+
 # The scored combiner's settings tried by --rank-grid (``LocalizeConfig.rank_*``).
 RANK_GRID = {"rank_budget": (0.03, 0.05, 0.1), "rank_ctx_weight": (0.2, 0.4, 0.7),
              "spectrum": (0.0, 1.0, 2.0)}
@@ -425,6 +460,9 @@ def run(cfg: BenchConfig) -> None:
         print(table(["", "budget", "ctx weight", "spectrum", "dev hit@dir", "dev hit@dir+ctx",
                      "dev dir%", "held-out hit@dir", "held-out hit@dir+ctx", "held-out dir%"],
                     rank_rows(kept, tasks, tok)))
+    if cfg.misses:
+        print("\nMisses of grounded on the development split\n")
+        print("\n".join(miss_lines(kept, tasks)) or "(none)")
     for method in ("grounded", "ranked"):
         med, med20, n20 = speed(kept, tasks, tok, method)
         print(f"speed ({method}, CPU time): median {med:.1f} ms per record, {med20:.1f} ms for "
@@ -455,13 +493,16 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=CACHE,
                     help="folder of the score cache (scored.jsonl); one outside the checkout "
                          "outlives it")
+    ap.add_argument("--misses", action="store_true",
+                    help="list grounded's misses on the development split (never held-out)")
     a = ap.parse_args()
     if a.rank_grid and a.split != "all":
         ap.error("--rank-grid chooses on the development split and reports the held-out one: "
                  "it needs --split all")
     CACHE = a.cache
     run(BenchConfig(tuple(a.models), a.tasks, a.per_kind, a.limit, a.pages, tuple(a.seeds),
-                    a.fresh, a.fresh_mutants, not a.no_rules, a.faults, a.split, a.rank_grid))
+                    a.fresh, a.fresh_mutants, not a.no_rules, a.faults, a.split, a.rank_grid,
+                    a.misses))
 
 
 if __name__ == "__main__":
