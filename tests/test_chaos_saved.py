@@ -63,3 +63,26 @@ def test_a_difference_calm_rescoring_gives_too_is_not_blamed_on_the_kills():
     assert causes == {"real 1 / a": "run-to-run", "real 1 / <reward>": "run-to-run",
                       "real 2 / a": "only under kills", "real 2 / <reward>": "only under kills"}
     assert [line[4] for line in lines if line[1] == "real 2 / a"] == ["pass"]
+
+
+def test_the_worker_kill_waits_for_a_third_scored_and_takes_a_busy_worker():
+    import threading
+    import types
+
+    from benchmarks.chaos import Killer, _kill_worker
+
+    idle = types.SimpleNamespace(inflight={}, proc=types.SimpleNamespace(pid=11))
+    busy = types.SimpleNamespace(inflight={7: 0.0}, proc=types.SimpleNamespace(pid=22))
+    pool = types.SimpleNamespace(pending=90, _slots=[idle, busy])
+    killer = Killer(1e9, 0, 0)
+    killed = []
+    killer.kill = lambda pid, kind: killed.append((pid, kind))
+    done = threading.Event()
+    t = threading.Thread(target=_kill_worker, args=(pool, killer, 100, done))
+    t.start()
+    t.join(2.5)
+    assert killed == []  # 10 of 100 scored: too early
+    pool.pending = 60  # 40 scored: the worker with rows in flight dies, once
+    t.join(5)
+    assert killed == [(22, "worker")] and not t.is_alive()
+    done.set()
