@@ -7,7 +7,7 @@ The same apps are scored three ways and compared:
    workers at random (exponential gaps, mean ``--kill-every`` seconds; a browser's main
    process with probability ``--browser-share``, else a renderer; a process chosen is
    SIGSTOPped instead with probability ``--stop-share``: alive, but answering nothing),
-   and one pool worker process is SIGKILLed a third of the way through;
+   and the pool worker with the most rows in flight is SIGKILLed once a third are scored;
 3. Ray: the first ``--ray-apps`` apps on ``evaluators.fleet.ray_fleet.RayScorer`` actors, one
    of which is SIGKILLed mid-batch.
 
