@@ -178,6 +178,9 @@ def _gate_stops(gate: RuntimeGate, runner: ProbeRunner, failure: StepFailure | N
     return not gate.result.result()[0] and not cfg.run_rubrics_after_gate_failure
 
 
+_HUNG = "the page stopped answering"
+
+
 def _decide_unloaded(gate: RuntimeGate, runner: ProbeRunner, failure: StepFailure | None,
                      load_timeout_ms: int) -> None:
     """Gate E of a probe page that ended before the gate was decided (load, hang, crash)."""
@@ -192,8 +195,11 @@ def _decide_unloaded(gate: RuntimeGate, runner: ProbeRunner, failure: StepFailur
         message = f"{prefix} within {load_timeout_ms} ms ({message[len(prefix):].lstrip(': ')})"
     elif not runner.loaded:
         message = f"{prefix} ({message})"
+    elif message.startswith(_HUNG):
+        # The probe's own watchdog already said it stopped answering: say when, once.
+        message = f"{_HUNG} after load{message[len(_HUNG):]}"
     else:
-        message = f"the page stopped answering after load ({message})"
+        message = f"{_HUNG} after load ({message})"
     gate.decide(runner.watch, message, Reason.LOAD_FAILED if not runner.loaded else Reason.HANG)
 
 
