@@ -251,7 +251,7 @@ def build_graph(text: str, region: Span | None = None) -> "CodeGraph":
         element_writes=_own_element_writes(functions, bindings, js_records.element_writes(r)),
         state_vars=js_records.state_vars(r), css_rules=sorted(rules, key=lambda x: x.span),
         statements=statements, variables=variables, var_refs=var_refs, matcher=matcher,
-        dead_ends=sorted(b.collector.dead_ends),
+        dead_ends=sorted(zip(b.collector.dead_ends, b.collector.dead_code)),
         properties=sorted(set(b.collector.properties), key=lambda p: p[1]),
     )
 
@@ -317,6 +317,7 @@ class CodeGraph:
         statements: Spans of JavaScript statements, sorted.
         dead_ends: Spans of the ``return``, ``throw``, ``break`` and ``continue`` statements
             that code after them in the same block can never get past, sorted.
+        dead_code: For each of ``dead_ends``, the span of the code after it in its block.
         properties: ``(name, span, object span)`` of every named property access
             (``a.b``: ``b``, the span of ``b``, the span of ``a``), by position; the method
             of a call (``a.f()``) is not one (a misspelled method throws, and says so).
@@ -341,7 +342,8 @@ class CodeGraph:
         self.state_vars: tuple[StateVar, ...] = tuple(state_vars)
         self.css_rules: tuple[CssRule, ...] = tuple(css_rules)
         self.statements: tuple[Span, ...] = tuple(statements)
-        self.dead_ends: tuple[Span, ...] = tuple(dead_ends)
+        self.dead_ends: tuple[Span, ...] = tuple(j for j, _ in dead_ends)  # (jump, dead code)
+        self.dead_code: tuple[Span, ...] = tuple(c for _, c in dead_ends)
         self.properties: tuple[tuple[str, Span, Span], ...] = tuple(properties)
         self.variables: tuple[Variable, ...] = tuple(variables)
         self.var_refs: tuple[VarRef, ...] = tuple(var_refs)

@@ -69,6 +69,7 @@ class JsCollector:
         # return/throw/break/continue statements followed, in their block, by code that can
         # never run (see ``_dead_end``).
         self.dead_ends: list[Span] = []
+        self.dead_code: list[Span] = []  # after each dead end, the rest of its block
         # (property name, its span, the object's span) of every ``a.b`` in the scripts.
         self.properties: list[tuple[str, Span, Span]] = []
         # Raw facts; each keeps the scope and the enclosing raw function id.
@@ -184,7 +185,9 @@ class JsCollector:
             if t in STATEMENT_TYPES:
                 self.statements.append(self.span_of(node))
                 if t in _JUMPS and _dead_end(node):
-                    self.dead_ends.append(self.span_of(node))
+                    jump, block = self.span_of(node), self.span_of(node.parent)
+                    self.dead_ends.append(jump)
+                    self.dead_code.append((jump[1], block[1] - 1))  # up to the block's `}`
             handler = handlers.get(t)
             if handler is not None:
                 handler(node, scope, func, stack)

@@ -28,6 +28,7 @@ from evaluators.localize.spans_common import (
     similar_names,
 )
 from evaluators.localize.spans_calls import _library_arguments, _rejected_call
+from evaluators.localize.spans_smells import dead_writers
 from evaluators.localize.spans_unset import _unset_state, unset_state_at
 
 _LOAD_EVENTS = frozenset(("load", "domcontentloaded", "readystatechange", "pageshow"))
@@ -430,6 +431,7 @@ def _page_error_stack(c: _Case) -> Ops:
     yield from _undefined_items(c, head, "stack")
     yield from _missing_argument(c, head, frames, "stack")
     yield from _unreached_writers(c, head, [f["offset"] for f in frames], "stack")
+    yield from dead_writers(c, head, "stack")
     yield from _unset_state(c, head, [f["offset"] for f in frames], "stack")
     yield from _library_arguments(c, head, "stack")
     yield from _rejected_call(c, top, "stack")

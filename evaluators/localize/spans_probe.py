@@ -443,6 +443,10 @@ def _ground(c: _Case) -> Ops:
     return ran or None
 
 
+# Functions made where they are written (not hoisted like a declaration).
+_INLINE_KINDS = frozenset(("expression", "arrow"))
+
+
 @rule("probe.binding_cut_short")
 def binding_cut_short(c: _Case, f: _Failure, ran: set[int]) -> Ops:
     """A handler bound to Y for the action did not run during the probe: the ``return`` and
@@ -472,7 +476,8 @@ def _exits_on_the_way(g, k: int | None, depth: int = 3) -> list[int]:
     """The ``return`` and ``throw`` statements that can keep statement ``k`` from running:
     those before it in its function and, up to ``depth`` callers up, those before each call
     of that function (a binding made in ``setup()`` never runs when ``init()`` returns before
-    it calls ``setup()``)."""
+    it calls ``setup()``). A function written inline (a callback handed to ``forEach``) runs
+    only once the statement around it has made it, so that statement is on the way too."""
     flow, out, seen = g.flow, [], set()
     todo = [(k, depth)]
     while todo:
@@ -482,7 +487,12 @@ def _exits_on_the_way(g, k: int | None, depth: int = 3) -> list[int]:
         seen.add(k)
         out += [j for j in flow.exits_before(k) if j not in out]
         fn = flow.statements[k].function
-        if left and fn is not None:
+        if fn is None:
+            continue
+        if g.functions[fn].kind in _INLINE_KINDS and g.functions[fn].parent is not None:
+            todo.append((flow.statement_at(g.functions[fn].span[0], g.functions[fn].parent),
+                         left))
+        if left:
             todo += [(flow.statement_at(call.span[0], call.caller), left - 1)
                      for call in g.calls_to(fn) if call.caller is not None]
     return out

@@ -20,8 +20,8 @@ import re
 
 from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
-from evaluators.localize.model import DomQuery
-from evaluators.localize.spans_common import _Case, _describe, Ops
+from evaluators.localize.model import DomQuery, Span
+from evaluators.localize.spans_common import _Case, _describe, Ops, exception_of
 
 # Elements with a ``value`` property, and those with ``checked``.
 _VALUED = frozenset(("input", "select", "textarea", "button", "option", "output", "meter",
@@ -227,3 +227,45 @@ def unreachable_code(c: _Case, ran: set[int] | None) -> Ops:
             hit.add(index)
     yield from c.demote(lambda i: i.fn in hit and i.span == g.functions[i.fn].span,
                         "; narrowed to the statement that makes code unreachable")
+
+
+@rule("smells.dead_writers")
+def dead_writers(c: _Case, stmt: Span, by: str) -> Ops:
+    """A null read at ``stmt`` of state whose every write is code that can never run (after
+    a ``return`` or ``throw`` in the same block): that statement is blamed directly, the
+    writes it cuts off as context. No name is consulted: the value is unset because nothing
+    that sets it can run."""
+    if not exception_of(c.d).get("null_read"):
+        return
+    g = c.g
+    for v in g.state_vars:
+        if "." in v.name or not any(stmt[0] <= a < stmt[1] for a, _ in v.reads):
+            continue
+        # Assignments only: a mutating call (`group.clear()`) neither sets nor unsets it.
+        sets = [w for w in v.writes if _ASSIGNS(v.name).match(g.text, w[0], w[1])]
+        cut = [_dead_end_before(g, w[0]) for w in sets]
+        if not sets or None in cut:
+            continue
+        for k in sorted(set(cut)):
+            yield from c.add("dir", g.dead_ends[k], f"ends its block before every write of "
+                             f"{v.name}, which the failing statement reads unset", by,
+                             _fn_index(g, g.dead_ends[k][0]))
+        for w in sets:
+            yield from c.add("ctx", w, f"sets {v.name}, but can never run", by,
+                             _fn_index(g, w[0]))
+
+
+@functools.lru_cache(maxsize=256)
+def _ASSIGNS(name: str) -> re.Pattern:
+    """Matches an assignment to ``name`` (``=``, ``+=``, ``??=``...) or its update."""
+    return re.compile(rf"(?:\+\+|--)?\s*{re.escape(name)}\s*(?:[-+*/%&|^?<>]*=(?!=)|\+\+|--)")
+
+
+def _dead_end_before(g: CodeGraph, at: int) -> int | None:
+    """The index of the dead end whose unreachable code holds offset ``at``, if any."""
+    return next((k for k, (s, e) in enumerate(g.dead_code) if s <= at < e), None)
+
+
+def _fn_index(g: CodeGraph, at: int) -> int | None:
+    fn = g.enclosing_function(at)
+    return fn.index if fn is not None else None

@@ -413,6 +413,7 @@ def test_dead_ends_are_jumps_with_code_after_them_in_their_block():
             "</script>")
     g = build_graph(text)
     assert [text[s:e] for s, e in g.dead_ends] == ["return;", "continue;"]
+    assert [text[s:e].strip() for s, e in g.dead_code] == ["foo();", "qux();"]
 
 
 def test_properties_name_every_member_access_with_its_object():

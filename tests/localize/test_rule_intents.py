@@ -480,6 +480,32 @@ function wire(list) {
 wire(Array.from(document.getElementsByTagName('input')));
 </script>"""
 
+# The binding is made in a callback of forEach; wire() can return before it makes the callback.
+AROUND_CUT = """<input id="s" class="c" type="range"><span id="out">0</span>
+<script>
+function wire() {
+  if (!document.body.dataset.ready) return;
+  document.querySelectorAll('.c').forEach((c) => {
+    c.addEventListener('input', () => { document.getElementById('out').textContent = c.value; });
+  });
+}
+wire();
+</script>"""
+
+# Every write of group sits after a return in build(): the read in draw() finds it unset.
+DEAD_WRITER = """<canvas id="c"></canvas><script>
+let group;
+function build() {
+  return;
+  group = new Set();
+}
+function draw() {
+  group.clear();
+}
+build();
+draw();
+</script>"""
+
 REFUSED = """<span id="out"></span><script>
 function wire() {
   document.addEventListener((e) => {
@@ -776,6 +802,17 @@ ROWS = {
                          {"do": "fill", "locator": "#s", "value": "5"}),
          "coverage": {"functions": []}},
         direct=("return;",), context=("if (!c.dataset.ready)",)),
+    "a return before the statement that makes the callback holding the binding": Row(
+        AROUND_CUT, "probe.binding_cut_short",
+        {**probe_failure({"expect": "text", "locator": "#out", "value": "5"},
+                         {"do": "fill", "locator": "#s", "value": "5"}),
+         "coverage": {"functions": []}},
+        direct=("return;",), context=("if (!document.body.dataset.ready)",)),
+    "a null read of state whose only write can never run": Row(
+        DEAD_WRITER, "smells.dead_writers",
+        page_error("uncaught TypeError: Cannot read properties of undefined (reading 'clear')",
+                   _frames(DEAD_WRITER, "group.clear();", "draw();")),
+        direct=("return;",)),
     "a call a web API refused, its arguments included": Row(
         REFUSED, "errors.rejected_call",
         page_error("uncaught TypeError: Failed to execute 'addEventListener' on 'EventTarget': "
@@ -1062,3 +1099,13 @@ def test_a_record_written_before_a_field_of_the_exception_existed_reads_the_same
     for diag in (row.diagnostic, old):
         loc = localize(build_graph(row.app), diag, row.method)
         assert _overlaps(refused, _by(loc, "errors.rejected_call", "dir"))
+
+
+def test_a_dead_write_beside_a_live_one_is_not_blamed():
+    # `group` is also set where nothing stops it: the dead write does not explain the read.
+    app = DEAD_WRITER.replace("function draw() {", "function reset() { group = new Set(); }\n"
+                              "function draw() {")
+    loc = localize(build_graph(app), page_error(
+        "uncaught TypeError: Cannot read properties of undefined (reading 'clear')",
+        _frames(app, "group.clear();", "draw();")), "grounded", None)
+    assert not any("smells.dead_writers" in rules_of(e) for e in loc.evidence)
