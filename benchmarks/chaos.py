@@ -32,7 +32,9 @@ Recheck (``--passes recheck``, ``--recheck N`` times): a verdict can differ betw
 runs too (an app racing its own timers or the probe's time limit on a busy CPU), so each real
 app whose verdicts differ in the chaos or Ray pass is scored ``N`` times more, calm, on the
 same pool, and each differing verdict is called *run-to-run* when a calm rescoring gives the
-verdict the killed run gave, else *only under kills*: the second count is what the kills did.
+verdict the killed run gave, else *not seen calm*: the kills may have made it, or the
+rescorings were too few to show a rare race of the app's own (read its cause before blaming
+the kills).
 
 Run:
   python benchmarks/chaos.py [--apps 1000] [--kill-every 20] [--stop-share 0.25] [--workers 2]
@@ -337,7 +339,7 @@ def recheck(tasks: dict, rows: list[dict], calm: dict, passes: dict[str, list[di
 def classify(rows: list[dict], calm: dict, passes: dict[str, list[dict]],
              again: dict[int, list[dict]]) -> tuple[list[list], int]:
     """Each verdict a pass gives against calm's, called run-to-run when one of the calm
-    rescorings of its app (`again`: row -> records) gives it too, else only under kills.
+    rescorings of its app (`again`: row -> records) gives it too, else not seen calm.
 
     Returns:
       One table row per differing verdict, and how many no calm rescoring gave.
@@ -355,7 +357,7 @@ def classify(rows: list[dict], calm: dict, passes: dict[str, list[dict]],
             only_kills += not calm_too
             out.append([name, f"{rows[i]['name']} / {rid}", calm[i, rid], ours[i, rid],
                         ", ".join(seen.get((i, rid), ["(no ok record)"])),
-                        "run-to-run" if calm_too else "only under kills"])
+                        "run-to-run" if calm_too else "not seen calm"])
     return out, only_kills
 
 
@@ -470,7 +472,7 @@ def _report_recheck(args, tasks: dict, rows: list[dict], calm: dict, done: dict)
     if lines:
         print(table(["pass", "app / verdict", "calm", "under kills",
                      f"calm again x{args.recheck}", "cause"], lines))
-    print(f"differing verdicts no calm rescoring gives (what the kills did): {only_kills}")
+    print(f"differing verdicts no calm rescoring gave (the kills may have made them): {only_kills}")
 
 
 if __name__ == "__main__":

@@ -61,7 +61,7 @@ def test_a_difference_calm_rescoring_gives_too_is_not_blamed_on_the_kills():
     assert only_kills == 2  # real 2's two verdicts: no calm rescoring gives them
     causes = {line[1]: line[-1] for line in lines}
     assert causes == {"real 1 / a": "run-to-run", "real 1 / <reward>": "run-to-run",
-                      "real 2 / a": "only under kills", "real 2 / <reward>": "only under kills"}
+                      "real 2 / a": "not seen calm", "real 2 / <reward>": "not seen calm"}
     assert [line[4] for line in lines if line[1] == "real 2 / a"] == ["pass"]
 
 
