@@ -98,9 +98,11 @@ _UNBOUND = re.compile(r"([A-Za-z_$][\w$.]*) is not (?:defined|a function|a const
 _STACK_OVERFLOW = "Maximum call stack size exceeded"
 # A web API (WebIDL binding) refusing its call: its arguments, or the receiver's state.
 _REJECTED_CALL = re.compile(r"Failed to execute '([^']+)' on '[^']+'")
+_DESTRUCTURED = re.compile(r"Cannot destructure (?:property '[^']*' of )?'(.+?)' as it is "
+                           r"(?:null|undefined)")
 # JsException fields added after records were written: a record may lack them (readers take
 # them from the message: `JsException.from_json`), so the schema does not require them.
-_EXCEPTION_FIELDS_ADDED = ("rejected_call",)
+_EXCEPTION_FIELDS_ADDED = ("rejected_call", "destructured")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -118,6 +120,9 @@ class JsException:
       stack_overflow: ``Maximum call stack size exceeded``.
       rejected_call: The web API operation that refused the call (``addEventListener`` for
         ``Failed to execute 'addEventListener' on 'EventTarget': parameter 2 ...``), if any.
+      destructured: The value a destructuring found null or undefined, as V8 writes it
+        (``calculateModel(...)`` for ``Cannot destructure property 'a' of
+        'calculateModel(...)' as it is undefined.``), if any.
       thrown: What the thrown value itself may have been (for a stackless throw).
     """
 
@@ -130,6 +135,7 @@ class JsException:
     unbound_name: str | None = None
     stack_overflow: bool = False
     rejected_call: str | None = None
+    destructured: str | None = None
     thrown: tuple[str, ...] = ()
 
     @classmethod
@@ -139,6 +145,7 @@ class JsException:
         item = _UNDEFINED_ITEM.search(message)
         unbound = _UNBOUND.search(message)
         rejected = _REJECTED_CALL.search(message)
+        destructured = _DESTRUCTURED.search(message)
         return cls(name=name, message=message[:1000], null_read=null is not None,
                    read_property=null.group(1) if null else None,
                    null_name=null.group(2) if null else None,
@@ -146,6 +153,7 @@ class JsException:
                    unbound_name=unbound.group(1) if unbound else None,
                    stack_overflow=_STACK_OVERFLOW in message,
                    rejected_call=rejected.group(1) if rejected else None,
+                   destructured=destructured.group(1) if destructured else None,
                    thrown=_thrown_texts(name, message))
 
     def to_json(self) -> dict:

@@ -32,6 +32,10 @@ REPO = Path(__file__).resolve().parents[1]
     ("TypeError", "Failed to execute 'addEventListener' on 'EventTarget': parameter 2 is not of "
      "type 'Object'.", {"rejected_call": "addEventListener", "null_read": False}),
     ("TypeError", "Cannot read properties of null (reading 'x')", {"rejected_call": None}),
+    ("TypeError", "Cannot destructure property 'timeArray' of 'calculateModel(...)' as it is "
+     "undefined.", {"destructured": "calculateModel(...)"}),
+    ("TypeError", "Cannot destructure 'opts' as it is null.", {"destructured": "opts"}),
+    ("TypeError", "Cannot read properties of null (reading 'x')", {"destructured": None}),
 ])
 def test_v8_reports_are_taken_apart(name, message, want):
     exc = JsException.from_report(name, message)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span
 from evaluators.localize.rules import rule
 from evaluators.localize.spans_common import _Case, _norm, Ops, exception_of
@@ -91,3 +92,54 @@ def _rejected_call(c: _Case, top: int, by: str) -> Ops:
     if calls:
         call = min(calls, key=lambda k: k.span[1] - k.span[0])
         yield from c.add("dir", call.span, f"the call {name} refused", by)
+
+
+_EMPTY_RETURN = re.compile(r"return\s*(?:(?:null|undefined|void\s+0)\s*)?;?\s*$")
+
+
+def _gives_nothing(c: _Case, callee: int, reader: str, by: str) -> Ops:
+    """The returns of ``callee`` that give no value (``return;``, ``return null``), directly;
+    else, when it has no return at all, the callee itself as context."""
+    g = c.g
+    own = [st for st in g.flow.statements if st.function == callee and st.returns]
+    name = g.functions[callee].qualname or "the function"
+    for st in own:
+        if _EMPTY_RETURN.match(g.text[st.span[0]:st.span[1]]):
+            yield from c.add("dir", st.span, f"returns no value from {name}, whose result "
+                             f"{reader}", by, callee)
+    if not own:
+        yield from c.function("ctx", callee, f"{name} returns nothing, and {reader} its "
+                              "result", by)
+
+
+def _passed_from_call(g: CodeGraph, at: int, fn, index: int) -> list[int]:
+    """The app functions whose call is the ``index``-th argument that the call of ``fn`` at
+    offset ``at`` passes (``draw(getItems(n))``: getItems)."""
+    k = g.flow.statement_at(at)
+    if k is None or not fn.name:
+        return []
+    st = g.flow.statements[k]
+    m = re.compile(r"(?<![\w$])" + re.escape(fn.name) + r"\s*\(").search(g.text, st.span[0], st.span[1])
+    args = _arguments(g.text, m.end(), st.span[1]) if m else []
+    if index >= len(args):
+        return []
+    head = re.match(r"\s*([A-Za-z_$][\w$.]*)\s*\(", args[index])
+    name = head.group(1).split(".")[-1] if head else None
+    return [t for t in st.calls if name and g.functions[t].name == name]
+
+
+def _arguments(text: str, start: int, end: int) -> list[str]:
+    """The top-level arguments of a call whose ``(`` ends at ``start``, up to ``end``."""
+    out, depth, at = [], 0, start
+    for i in range(start, end):
+        ch = text[i]
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}" and depth:
+            depth -= 1
+        elif ch == ")" or (ch == "," and not depth):
+            out.append(text[at:i])
+            at = i + 1
+            if ch == ")":
+                return out
+    return out

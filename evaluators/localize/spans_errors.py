@@ -27,7 +27,9 @@ from evaluators.localize.spans_common import (
     _SELECTOR_NAME, _Case, _fn_at, Localization, Ops, exception_of, ran_functions,
     similar_names,
 )
-from evaluators.localize.spans_calls import _library_arguments, _rejected_call
+from evaluators.localize.spans_calls import (
+    _gives_nothing, _library_arguments, _passed_from_call, _rejected_call,
+)
 from evaluators.localize.spans_smells import dead_writers
 from evaluators.localize.spans_unset import _unset_state, unset_state_at
 
@@ -88,9 +90,6 @@ def _null_sources(c: _Case, stmt: Span, by: str) -> Ops:
                     by)
 
 
-_EMPTY_RETURN = re.compile(r"return\s*(?:(?:null|undefined|void\s+0)\s*)?;?\s*$")
-
-
 def _receivers(c: _Case, stmt: Span) -> tuple[int | None, set[int], bool]:
     """For a null/undefined read at ``stmt``: (its statement, the variables read there whose
     property the report names, whether they were found by that name). When the read
@@ -127,21 +126,18 @@ def _returned_nothing(c: _Case, stmt: Span, by: str) -> Ops:
     """A null/undefined read at ``stmt`` of a variable set from a call of an app function:
     the callee's returns that give no value (``return;``, ``return null``), else, when it
     has no return at all, the callee itself (as context): the undefined came back from it."""
-    g, flow = c.g, c.g.flow
+    g = c.g
     k, read, _ = _receivers(c, stmt)
     if not read:
         return
     callees = {t for st in _definitions(c, k, read) for t in st.calls}
+    # `const {a} = f(...)`: V8 names the call whose result it could not destructure.
+    named = exception_of(c.d).get("destructured") or ""
+    if named.endswith("(...)"):
+        callees |= {t for t in g.flow.statements[k].calls
+                    if g.functions[t].name == named[:-5].split(".")[-1]}
     for callee in sorted(callees):
-        own = [st for st in flow.statements if st.function == callee and st.returns]
-        empty = [st for st in own if _EMPTY_RETURN.match(g.text[st.span[0]:st.span[1]])]
-        name = g.functions[callee].qualname or "the function"
-        for st in empty:
-            yield from c.add("dir", st.span, f"returns no value from {name}, whose result the "
-                             "failing statement reads", by, callee)
-        if not own:
-            yield from c.function("ctx", callee, f"{name} returns nothing, and the failing "
-                                  "statement reads its result", by)
+        yield from _gives_nothing(c, callee, "the failing statement reads", by)
 
 
 _LOOKUP = re.compile(r"=\s*[A-Za-z_$][\w$.]*\s*(?:\[[^\]]+\]|\.[A-Za-z_$][\w$]*)\s*;?\s*$")
@@ -216,6 +212,9 @@ def _missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
     if len(frames) > 1:
         off = frames[1]["offset"]
         yield from c.add("dir", _statement_head(c.g, off) or _line_at(c.g.text, off), why, by)
+        for callee in _passed_from_call(c.g, off, fn, fn.params.index(missing[0])):
+            yield from _gives_nothing(c, callee, f"{fn.name or 'the function'} reads as "
+                                      f"{missing[0]}", by)
         return
     for b in c.g.event_bindings:
         if b.handler == fn.index:

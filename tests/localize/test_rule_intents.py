@@ -506,6 +506,31 @@ build();
 draw();
 </script>"""
 
+# model() can return nothing, and show() destructures what it gave.
+DESTRUCTURED = """<span id="out"></span><script>
+function model(n) {
+  if (n > 10) return;
+  return {total: n};
+}
+function show(n) {
+  const { total } = model(n);
+  document.getElementById('out').textContent = total;
+}
+show(20);
+</script>"""
+
+# draw() reads its parameter, which is what items() gave: nothing.
+PASSED_NOTHING = """<canvas id="c"></canvas><script>
+function items(n) {
+  if (n > 10) return;
+  return new Array(n).fill(1);
+}
+function draw(list) {
+  for (let i = 0; i < list.length; i++) {}
+}
+draw(items(20));
+</script>"""
+
 REFUSED = """<span id="out"></span><script>
 function wire() {
   document.addEventListener((e) => {
@@ -813,6 +838,16 @@ ROWS = {
         page_error("uncaught TypeError: Cannot read properties of undefined (reading 'clear')",
                    _frames(DEAD_WRITER, "group.clear();", "draw();")),
         direct=("return;",)),
+    "a destructuring of what a call returned, which was nothing": Row(
+        DESTRUCTURED, "errors.returned_nothing",
+        page_error("uncaught TypeError: Cannot destructure property 'total' of 'model(...)' as "
+                   "it is undefined.", _frames(DESTRUCTURED, "const { total }", "show(20);")),
+        direct=("return;",)),
+    "a parameter read unset, passed from a call that returned nothing": Row(
+        PASSED_NOTHING, "errors.missing_argument",
+        page_error("uncaught TypeError: Cannot read properties of undefined (reading 'length')",
+                   _frames(PASSED_NOTHING, "list.length", "draw(items(20));")),
+        direct=("return;", "draw(items(20));")),
     "a call a web API refused, its arguments included": Row(
         REFUSED, "errors.rejected_call",
         page_error("uncaught TypeError: Failed to execute 'addEventListener' on 'EventTarget': "
