@@ -91,7 +91,7 @@ class LocalizeConfig:
         and the statements around the failure.
       around: Statements kept on each side of the failure in such a function.
       fills: Most statements blamed for filling an array read as undefined.
-      fill_limit: Longest of them, and of a local handed to a failing library (characters).
+      fill_limit: Longest of them (characters).
       whole: Characters up to which a function the slice narrows stays blamed whole.
       big: Characters over which a statement the slice reaches is context, not direct.
       hops: Definitions followed from a value read from the acted-on input.

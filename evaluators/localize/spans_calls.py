@@ -23,12 +23,11 @@ def _library_arguments(c: _Case, stmt: Span, by: str) -> Ops:
 
     When the top frames are the library's, the first in-app frame is the call into it; an
     element looked up for that call that is the wrong one (or none) makes the library fail
-    with a TypeError; a bad value it computed just before (an index, a colour) with any error.
+    with a TypeError.
     """
     frames = c.d.get("frames") or ()
     if not frames or frames[0].get("in_app"):
         return
-    yield from _local_arguments(c, stmt, by)
     code = c.g.text[stmt[0]:stmt[1]]
     handed = [q for q in c.g.dom_queries if q.variable and re.search(
         r"(?<![\w$.])" + re.escape(q.variable) + r"(?![\w$])", code)]
@@ -57,28 +56,6 @@ def _shared_elements(c: _Case, handed: list, by: str) -> Ops:
                 "dir", q.span, f"{q.variable} is named after #{g.elements[other].id} "
                 f"but looks up {q.argument!r}, the element handed to the failing "
                 "library", q.function, by)
-
-
-@rule("errors.local_arguments")
-def _local_arguments(c: _Case, stmt: Span, by: str) -> Ops:
-    """The nearest definitions, in the same function, of the local variables a statement
-    hands a library that failed on them (``const i = (j - 2) % 3`` for ``fill(colors[i])``)."""
-    g = c.g
-    flow = g.flow
-    k = flow.statement_at(stmt[0])
-    if k is None:
-        return
-    here = flow.statements[k]
-    for v in sorted(here.uses):
-        var = g.variables[v]
-        if var.is_global or var.kind not in ("let", "const", "var"):
-            continue
-        before = [j for j in flow.definitions_of(v) if flow.statements[j].function ==
-                  here.function and flow.statements[j].span[1] <= here.span[0]]
-        head = flow.statements[before[-1]].head if before else None
-        if head is not None and head[1] - head[0] <= c.cfg.fill_limit:
-            yield from c.add("dir", head, f"computes {var.name}, which the failing library call "
-                             "receives", by)
 
 
 @rule("errors.rejected_call")

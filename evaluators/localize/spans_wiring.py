@@ -161,29 +161,6 @@ def _unbound_actor(c: _Case, f: _Failure) -> Ops:
                 yield from c.add(
                     "dir", loop, f"loop that binds elements like {_describe(g, f.actors)}")
     yield from _writers_bound_elsewhere(c, f, events)
-    yield from _self_writers_bound_elsewhere(c, f, events)
-
-
-@rule("wiring.self_writers_bound_elsewhere")
-def _self_writers_bound_elsewhere(c: _Case, f: _Failure, events: frozenset[str]) -> Ops:
-    """Y has no handler and the probe checks Y itself (``active`` after a click): handlers
-    bound to other elements that do that to their own element (``this.classList.add``) are
-    the handler meant for Y, or its registration on the wrong element."""
-    g = c.g
-    if not set(f.targets) & set(f.actors):
-        return
-    keys = _write_keys(f)
-    for b in g.event_bindings:
-        if b.handler is None or not b.elements or set(b.elements) & set(f.actors) or \
-                not b.event or b.event.lower() not in events:
-            continue
-        if any(w.function == b.handler and w.elements and set(w.elements) <= set(b.elements)
-               and (keys is None or _write_key(w) in keys) for w in g.element_writes):
-            end = b.handler_span[0] if b.span[0] < b.handler_span[0] < b.span[1] else b.span[1]
-            yield from c.add(
-                "dir", (b.span[0], end), f"binds on {_describe(g, b.elements)} a handler "
-                f"that does to its own element what {_describe(g, f.actors)}, which has no "
-                "handler, should get")
 
 
 def _callers_of(g: CodeGraph, fns: set[int], depth: int = 3) -> set[int]:

@@ -319,17 +319,6 @@ const theme = 'dark';
 </script>"""
 
 
-COLOURS = """<canvas id="c"></canvas>
-<script>
-const colors = ['red', 'green', 'blue'];
-const unused = 'x';
-function draw(j) {
-  const i = (j - 2) % 3;
-  fill(colors[i]);
-}
-draw(1);
-</script>"""
-
 CANVASES = """<canvas id="canvas-3d"></canvas><canvas id="canvas-2d"></canvas>
 <script>
 const gl3 = document.getElementById('canvas-3d');
@@ -398,13 +387,6 @@ function resetB() { document.getElementById('b').value = 0.5; }
 function setA() { document.getElementById('a').value = 1; }
 function onReset() { setA(); resetB(); }
 document.getElementById('reset').addEventListener('click', onReset);
-</script>"""
-
-SELF_WRITER = """<div><span id="lamp">lamp</span></div><p><b id="star">star</b></p>
-<script>
-const theme = 'dark';
-function light() { this.classList.add('on'); }
-document.getElementById('lamp').addEventListener('click', light);
 </script>"""
 
 ELSEWHERE = """<button id="inc">+</button><div><a id="dec">-</a></div><span id="out">0</span>
@@ -721,10 +703,6 @@ ROWS = {
                       {"do": "click", "locator": "#two"}),
         direct=("document.getElementById('one').addEventListener('click', ",),
         spared=("const theme = 'dark';",), method="text"),
-    "the local value handed to a library that failed on it": Row(
-        COLOURS, "errors.local_arguments",
-        _library(COLOURS, "uncaught Error: bad colour", "fill(colors[i]);", "draw(1);"),
-        direct=("const i = (j - 2) % 3;",), spared=("const unused = 'x';",)),
     "another lookup of the element a failing library got, named after another element": Row(
         CANVASES, "errors.shared_elements",
         _library(CANVASES, "uncaught Error: context taken", "new THREE.WebGLRenderer",
@@ -803,12 +781,6 @@ ROWS = {
                       {"do": "click", "locator": "#reset"},
                       coverage=_ran(ECHOED, "onReset", "setA", "resetB")),
         direct=("document.getElementById('b').value = 0.5;",), spared=("const speed = 1;",)),
-    "a handler doing to its own element what the unbound one should get": Row(
-        SELF_WRITER, "wiring.self_writers_bound_elsewhere",
-        probe_failure({"expect": "class", "locator": "#star", "value": "on"},
-                      {"do": "click", "locator": "#star"}),
-        direct=("document.getElementById('lamp').addEventListener('click', ",),
-        spared=("const theme = 'dark';",), method="text"),
     "a handler updating the checked element bound to another element": Row(
         ELSEWHERE, "wiring.writers_bound_elsewhere",
         probe_failure({"expect": "text", "locator": "#out", "value": "-1"},
