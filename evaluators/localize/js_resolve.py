@@ -73,11 +73,13 @@ class JsResolver:
         self._declare_implicit_globals()
         self._bind_function_values()
         self._by_qualname: dict[str, list[int]] = {}
+        self._by_owner: dict[str, list[int]] = {}
         self._members_by_name: dict[str, list[int]] = {}
         for raw, f in enumerate(col.functions):
             if f.owner is not None and f.name is not None:
                 self._members_by_name.setdefault(f.name, []).append(raw)
                 self._by_qualname.setdefault(f"{f.owner}.{f.name}", []).append(raw)
+                self._by_owner.setdefault(f.owner, []).append(raw)
         # A bare `select(...)` is p5's only when no user function of that name exists.
         self.queries = [q for q in col.queries
                         if q[2] is not None or self.resolve(q[1], q[4]) is None]
@@ -412,6 +414,11 @@ class JsResolver:
                 prop = callee.child_by_field_name("property")
                 name = self.text_of(prop) if prop is not None else None
                 targets = self.member_targets(callee, scope)
+            elif t == "subscript_expression":  # FNS[kind](...): any function member of FNS
+                obj = callee.child_by_field_name("object")
+                if obj is not None and obj.type == "identifier" and \
+                        self.resolve(self.text_of(obj), scope) is not None:
+                    targets = self._by_owner.get(self.text_of(obj), [])
             elif t in FUNCTION_TYPES:  # an immediately invoked function
                 targets = [self.col.function_at[node_key(callee)]]
             out.append(Call(self.f(func), name, self.text_of(callee),

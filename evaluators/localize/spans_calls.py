@@ -84,7 +84,8 @@ def _gives_nothing(c: _Case, callee: int, reader: str, by: str) -> Ops:
         if _EMPTY_RETURN.match(g.text[st.span[0]:st.span[1]]):
             yield from c.add("dir", st.span, f"returns no value from {name}, whose result "
                              f"{reader}", by, callee)
-    if not own:
+    fn = g.functions[callee]
+    if not own and g.text.startswith("{", fn.body[0]):  # `x => x * 2` gives its expression
         yield from c.function("ctx", callee, f"{name} returns nothing, and {reader} its "
                               "result", by)
 

@@ -463,3 +463,14 @@ def test_the_one_edit_index_finds_what_brute_force_finds():
     for q in queries:
         if len(q) >= 5 and q not in _ELEMENT_NAMES:
             assert _one_edit_of(q) == next((n for n in names if _one_edit(q, n)), None), q
+
+
+def test_a_call_by_computed_key_may_reach_any_function_member_of_its_object():
+    text = ("<script>\nconst FNS = {'a1': (u) => { return; }, b2: function (u) { return u; },\n"
+            "  c3(u) { return u * 2; }};\nconst other = {d4: () => 1};\n"
+            "function run(k) { return FNS[k](1); }\nfunction z(i) { return list[i](); }\n"
+            "run('a1');\n</script>")
+    g = build_graph(text)
+    by = {c.callee_text: sorted(g.functions[t].qualname for t in c.targets) for c in g.calls}
+    assert by["FNS[k]"] == ["FNS.a1", "FNS.b2", "FNS.c3"]
+    assert by["list[i]"] == []  # not a binding of the app: nothing to resolve it to

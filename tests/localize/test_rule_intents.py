@@ -513,6 +513,20 @@ function draw(list) {
 draw(items(20));
 </script>"""
 
+# shape() calls one of SHAPES by key; the one asked for returns nothing. `line` gives its
+# expression (an arrow without braces): not a function that returns nothing.
+BY_KEY = """<canvas id="c"></canvas><script>
+const SHAPES = {
+  dot: (r) => { return; },
+  line: (r) => ({x: r}),
+};
+function place(kind) {
+  const p = SHAPES[kind](3);
+  p.x += 1;
+}
+place('dot');
+</script>"""
+
 REFUSED = """<span id="out"></span><script>
 function wire() {
   document.addEventListener((e) => {
@@ -820,6 +834,11 @@ ROWS = {
         page_error("uncaught TypeError: Cannot read properties of undefined (reading 'length')",
                    _frames(PASSED_NOTHING, "list.length", "draw(items(20));")),
         direct=("return;", "draw(items(20));")),
+    "a value read from a call by key that returned nothing": Row(
+        BY_KEY, "errors.returned_nothing",
+        page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
+                   _frames(BY_KEY, "p.x += 1;", "place('dot');")),
+        direct=("return;",), spared=("line: (r) => ({x: r}),",)),
     "a call a web API refused, its arguments included": Row(
         REFUSED, "errors.rejected_call",
         page_error("uncaught TypeError: Failed to execute 'addEventListener' on 'EventTarget': "
@@ -1116,3 +1135,12 @@ def test_a_dead_write_beside_a_live_one_is_not_blamed():
         "uncaught TypeError: Cannot read properties of undefined (reading 'clear')",
         _frames(app, "group.clear();", "draw();")), "grounded", None)
     assert not any("smells.dead_writers" in rules_of(e) for e in loc.evidence)
+
+
+def test_an_arrow_that_gives_its_expression_is_not_said_to_return_nothing():
+    loc = localize(build_graph(BY_KEY), page_error(
+        "uncaught TypeError: Cannot read properties of undefined (reading 'x')",
+        _frames(BY_KEY, "p.x += 1;", "place('dot');")), "grounded", None)
+    line = _code(BY_KEY, "(r) => ({x: r})")
+    assert not any("returns nothing" in e["why"] and _overlaps(line, [tuple(e["span"])])
+                   for e in loc.evidence)
