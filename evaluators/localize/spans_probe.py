@@ -28,7 +28,7 @@ from evaluators.localize.spans_errors import _loops
 from evaluators.localize.spans_flow import narrow_to_slice
 from evaluators.localize.spans_forward import follow_actor_value
 from evaluators.localize.spans_smells import (
-    blame_definite_bugs, misspelled_properties, unreachable_code,
+    blame_definite_bugs, loop_never_runs, misspelled_properties, unreachable_code,
 )
 from evaluators.localize.spans_wiring import (
     _dangling_queries, _expected_written_elsewhere, _loop_head, _misdirected_queries,
@@ -373,6 +373,7 @@ def _definite_bugs_step(c: _Case) -> Ops:
     yield from blame_definite_bugs(c, c.ran)
     yield from misspelled_properties(c, c.ran)
     yield from unreachable_code(c, c.ran)
+    yield from loop_never_runs(c, c.ran)
 
 
 def _context_step(c: _Case) -> Ops:

@@ -269,3 +269,32 @@ def _dead_end_before(g: CodeGraph, at: int) -> int | None:
 def _fn_index(g: CodeGraph, at: int) -> int | None:
     fn = g.enclosing_function(at)
     return fn.index if fn is not None else None
+
+
+# `for (let i = 0; i > 7; i++)`: a counter compared with a number, both literal at the start.
+_FOR_HEAD = re.compile(r"for\s*\(\s*(?:let|var)?\s*([A-Za-z_$][\w$]*)\s*=\s*(-?\d+(?:\.\d+)?)\s*;"
+                       r"\s*\1\s*(<=|>=|<|>)\s*(-?\d+(?:\.\d+)?)\s*;")
+_COMPARE = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__}
+
+
+@rule("smells.loop_never_runs")
+def loop_never_runs(c: _Case, ran: set[int] | None) -> Ops:
+    """Blames the head of a ``for`` loop in a function that ran whose condition is false for
+    the counter's first value (``for (let i = 0; i > 7; i++)``): its body can never run.
+    Whole-function blame of that function moves to the context."""
+    if not ran:
+        return
+    g, hit = c.g, set()
+    for st in g.flow.statements:
+        if st.function is not None and st.function not in ran:
+            continue
+        m = _FOR_HEAD.match(g.text, st.head[0], st.head[1])
+        if m is None or _COMPARE[m.group(3)](float(m.group(2)), float(m.group(4))):
+            continue
+        yield from c.add("dir", st.head, f"{m.group(1)} starts at {m.group(2)}, so "
+                         f"{m.group(1)} {m.group(3)} {m.group(4)} is false at once and the "
+                         "loop's body never runs", "graph", st.function)
+        if st.function is not None:
+            hit.add(st.function)
+    yield from c.demote(lambda i: i.fn in hit and i.span == g.functions[i.fn].span,
+                        "; narrowed to the loop that never runs")

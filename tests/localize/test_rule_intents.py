@@ -185,6 +185,22 @@ function onGo() {
 document.getElementById('go').addEventListener('click', onGo);
 </script>"""
 
+# The loop that fills the list compares the wrong way: 0 > 3 is false, its body never runs.
+NEVER_LOOPS = """<ul id="out"></ul><button id="go">go</button>
+<script>
+const n = 3;
+function onGo() {
+  const out = document.getElementById('out');
+  out.innerHTML = '';
+  console.log('go');
+  for (let i = 0; i > 3; i++) {
+    out.innerHTML += '<li>' + i + '</li>';
+  }
+  for (let j = 0; j < n; j++) { console.log(j); }
+}
+document.getElementById('go').addEventListener('click', onGo);
+</script>"""
+
 UNSET = """<canvas id="c"></canvas>
 <script>
 let grid = null;
@@ -643,6 +659,15 @@ ROWS = {
         direct=("return;",), spared=("console.log('go');", "return 'one';", "return 'many';"),
         narrows=True,
         demoted=(CUT_SHORT[CUT_SHORT.index("function onGo"):CUT_SHORT.index("\n}\ndoc") + 2],)),
+    "a loop whose condition is false for its counter's first value": Row(
+        NEVER_LOOPS, "smells.loop_never_runs",
+        probe_failure({"expect": "count", "locator": "#out li", "value": 3},
+                      {"do": "click", "locator": "#go"},
+                      coverage=_ran(NEVER_LOOPS, "onGo")),
+        direct=("for (let i = 0; i > 3; i++)",),
+        spared=("console.log('go');", "for (let j = 0; j < n; j++)"), narrows=True,
+        demoted=(NEVER_LOOPS[NEVER_LOOPS.index("function onGo"):
+                             NEVER_LOOPS.index("\n}\ndoc") + 2],)),
     "state read as null that no code sets": Row(
         UNSET, "unset.unset_state_at",
         page_error("uncaught TypeError: Cannot read properties of null (reading 'cells')",
