@@ -77,14 +77,13 @@ _EMPTY_RETURN = re.compile(r"return\s*(?:(?:null|undefined|void\s+0)\s*)?;?\s*$"
 def _gives_nothing(c: _Case, callee: int, reader: str, by: str) -> Ops:
     """The returns of ``callee`` that give no value (``return;``, ``return null``), directly;
     else, when it has no return at all, the callee itself as context."""
-    g = c.g
+    g, fn = c.g, c.g.functions[callee]
     own = [st for st in g.flow.statements if st.function == callee and st.returns]
-    name = g.functions[callee].qualname or "the function"
+    name = fn.qualname or "the function"
     for st in own:
         if _EMPTY_RETURN.match(g.text[st.span[0]:st.span[1]]):
             yield from c.add("dir", st.span, f"returns no value from {name}, whose result "
                              f"{reader}", by, callee)
-    fn = g.functions[callee]
     if not own and g.text.startswith("{", fn.body[0]):  # `x => x * 2` gives its expression
         yield from c.function("ctx", callee, f"{name} returns nothing, and {reader} its "
                               "result", by)
@@ -97,7 +96,8 @@ def _passed_from_call(g: CodeGraph, at: int, fn, index: int) -> list[int]:
     if k is None or not fn.name:
         return []
     st = g.flow.statements[k]
-    m = re.compile(r"(?<![\w$])" + re.escape(fn.name) + r"\s*\(").search(g.text, st.span[0], st.span[1])
+    call = re.compile(r"(?<![\w$])" + re.escape(fn.name) + r"\s*\(")
+    m = call.search(g.text, st.span[0], st.span[1])
     args = _arguments(g.text, m.end(), st.span[1]) if m else []
     if index >= len(args):
         return []
