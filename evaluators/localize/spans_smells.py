@@ -242,7 +242,7 @@ def dead_writers(c: _Case, stmt: Span, by: str) -> Ops:
         if "." in v.name or not any(stmt[0] <= a < stmt[1] for a, _ in v.reads):
             continue
         # Assignments only: a mutating call (`group.clear()`) neither sets nor unsets it.
-        sets = [w for w in v.writes if _ASSIGNS(v.name).match(g.text, w[0], w[1])]
+        sets = [w for w in v.writes if _assignment_to(v.name).match(g.text, w[0], w[1])]
         cut = [_dead_end_before(g, w[0]) for w in sets]
         if not sets or None in cut:
             continue
@@ -256,7 +256,7 @@ def dead_writers(c: _Case, stmt: Span, by: str) -> Ops:
 
 
 @functools.lru_cache(maxsize=256)
-def _ASSIGNS(name: str) -> re.Pattern:
+def _assignment_to(name: str) -> re.Pattern:
     """Matches an assignment to ``name`` (``=``, ``+=``, ``??=``...) or its update."""
     return re.compile(rf"(?:\+\+|--)?\s*{re.escape(name)}\s*(?:[-+*/%&|^?<>]*=(?!=)|\+\+|--)")
 
