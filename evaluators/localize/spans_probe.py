@@ -27,7 +27,6 @@ from evaluators.localize.spans_common import (
 from evaluators.localize.spans_errors import _loops
 from evaluators.localize.spans_flow import narrow_to_slice
 from evaluators.localize.spans_forward import follow_actor_value
-from evaluators.localize.spans_schedule import unscheduled_writers
 from evaluators.localize.spans_smells import (
     blame_definite_bugs, loop_never_runs, misspelled_properties, unreachable_code,
 )
@@ -427,7 +426,6 @@ def _ground(c: _Case) -> Ops:
                 "dir", b.handler, f"ran before the failure, bound to {b.target_text[:40]} "
                 f"for the action on {actor}", "coverage")
     yield from binding_cut_short(c, f, ran)
-    yield from unscheduled_writers(c, f, ran)
     sliced = yield from narrow_to_slice(c, f, ran)
     if not sliced:  # no write of X ran: the callees that ran, whole
         for fi in sorted({i.fn for i in c.items if i.set == "dir" and i.fn in ran}):

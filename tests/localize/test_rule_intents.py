@@ -1038,11 +1038,7 @@ def _by(loc, rule: str, which: str | None = None) -> list[tuple[int, int]]:
 
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_rule_intent(name):
-    check_intent(name, ROWS[name])
-
-
-def check_intent(name: str, row: Row) -> None:
-    """What ``row`` must blame is blamed, by its rule, and what it spares is not."""
+    row = ROWS[name]
     loc = localize(build_graph(row.app), row.diagnostic, row.method, row.probe)
     for text in row.direct:
         code = _code(row.app, text)
@@ -1073,12 +1069,9 @@ def _demoted(loc, code) -> set[str]:
 
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_each_row_needs_its_rule(name):
-    check_needs_rule(name, ROWS[name])
-
-
-def check_needs_rule(name: str, row: Row) -> None:
     """With the row's rule off, what the row must blame directly is no longer blamed
     directly by any rule other than a declared fallback."""
+    row = ROWS[name]
     off = localize(build_graph(row.app), row.diagnostic, row.method, row.probe,
                    cfg=LocalizeConfig({row.rule}))
     assert not any(row.rule in rules_of(e) for e in off.evidence)
@@ -1113,19 +1106,15 @@ def test_a_dispatching_rule_runs_its_rules(name):
 
 
 def test_every_rule_states_its_intent():
-    """Every registered rule has a row here, in `test_rule_table.py` or in
-    `test_spans_schedule.py`, runs others, or (for a rule over a record's diagnostics) has its
-    own test module."""
+    """Every registered rule has a row here or in `test_rule_table.py`, runs others, or (for
+    a rule over a record's diagnostics) has its own test module."""
     import inspect
 
     from evaluators.localize.rules import RULES
     from tests.localize import test_rule_table
 
     table = inspect.getsource(test_rule_table)
-    from tests.localize import test_spans_schedule
-
-    stated = {r.rule for r in [*ROWS.values(), *test_spans_schedule.ROWS.values()]}
-    stated |= set(DISPATCH)
+    stated = {r.rule for r in ROWS.values()} | set(DISPATCH)
     # Rules over a record's diagnostics rather than one case, each with a module of intents.
     from tests.localize import test_corroborate
 
