@@ -21,7 +21,7 @@ import re
 from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import DomQuery, Span
-from evaluators.localize.spans_common import _Case, _describe, Ops, exception_of
+from evaluators.localize.spans_common import _Case, _describe, _fn_at, Ops, exception_of
 
 # Elements with a ``value`` property, and those with ``checked``.
 _VALUED = frozenset(("input", "select", "textarea", "button", "option", "output", "meter",
@@ -249,10 +249,10 @@ def dead_writers(c: _Case, stmt: Span, by: str) -> Ops:
         for k in sorted(set(cut)):
             yield from c.add("dir", g.dead_ends[k], f"ends its block before every write of "
                              f"{v.name}, which the failing statement reads unset", by,
-                             _fn_index(g, g.dead_ends[k][0]))
+                             _fn_at(g, g.dead_ends[k][0]))
         for w in sets:
             yield from c.add("ctx", w, f"sets {v.name}, but can never run", by,
-                             _fn_index(g, w[0]))
+                             _fn_at(g, w[0]))
 
 
 @functools.lru_cache(maxsize=256)
@@ -264,11 +264,6 @@ def _assignment_to(name: str) -> re.Pattern:
 def _dead_end_before(g: CodeGraph, at: int) -> int | None:
     """The index of the dead end whose unreachable code holds offset ``at``, if any."""
     return next((k for k, (s, e) in enumerate(g.dead_code) if s <= at < e), None)
-
-
-def _fn_index(g: CodeGraph, at: int) -> int | None:
-    fn = g.enclosing_function(at)
-    return fn.index if fn is not None else None
 
 
 # `for (let i = 0; i > 7; i++)`: a counter compared with a number, both literal at the start.
