@@ -62,8 +62,8 @@ from evaluators.localize.spectrum import spectrum_blame
 from evaluators.localize.rank import rank_blame
 from evaluators.localize.spans_writers import writer_blame
 from evaluators.localize.spans_probe import (
-    _context_step, _definite_bugs_step, _ground_step, _probe_fallback, _probe_naive,
-    _probe_rules,
+    _context_step, _definite_bugs_step, _ground_step, _load_bugs_step, _probe_fallback,
+    _probe_naive, _probe_rules,
 )
 
 __all__ = ["CHAINS", "LOCALIZED_KINDS", "METHODS", "RULES", "SPECTRUM_METHODS", "LocalizeConfig", "Localization",
@@ -103,17 +103,17 @@ _PROBE_GROUNDED: Chain = (Step(_probe_rules), Step(_probe_fallback, True, "fallb
                           Step(writer_blame, phase="grounding"),
                           Step(_definite_bugs_step, phase="grounding"),
                           Step(_context_step, phase="context"))
+_ERROR_GROUNDED: Chain = (Step(_page_error_stack), Step(_load_bugs_step, phase="grounding"))
 _TEXT: dict[str, Chain] = {
     "probe_failure": _PROBE_TEXT, "page_error": (Step(_page_error_text),),
     "syntax_error": (Step(_syntax_error),), "runtime_failure": (Step(_runtime_failure),),
     "judge_finding": (Step(judge_evidence),)}
 CHAINS: dict[str, dict[str, Chain]] = {
     "text": _TEXT,
-    "grounded": {**_TEXT, "probe_failure": _PROBE_GROUNDED,
-                 "page_error": (Step(_page_error_stack),)},
+    "grounded": {**_TEXT, "probe_failure": _PROBE_GROUNDED, "page_error": _ERROR_GROUNDED},
     # The scored combiner: the grounded chain's blame and the spectrum, ranked (`rank`).
     "ranked": {**_TEXT, "probe_failure": _PROBE_GROUNDED + (Step(rank_blame, phase="ranking"),),
-               "page_error": (Step(_page_error_stack),)},
+               "page_error": _ERROR_GROUNDED},
     # Spectrum-based suspiciousness alone (needs passing probes' coverage): the baseline
     # that reads no names. Other kinds are not localized by it.
     "sbfl": {"probe_failure": (Step(spectrum_blame),)},

@@ -28,8 +28,10 @@ from evaluators.localize.spans_common import (
     similar_names,
 )
 from evaluators.localize.spans_calls import (
-    _gives_nothing, _library_arguments, _passed_from_call, _rejected_call,
+    _library_arguments, _rejected_call,
 )
+from evaluators.localize.spans_origins import (
+    gives_nothing, guard_of_other, library_parameters, passed_values, skipped_settings)
 from evaluators.localize.spans_smells import dead_writers
 from evaluators.localize.spans_unset import _unset_state, unset_state_at
 
@@ -124,8 +126,10 @@ def _definitions(c: _Case, k: int, variables: set[int]) -> list:
 @rule("errors.returned_nothing")
 def _returned_nothing(c: _Case, stmt: Span, by: str) -> Ops:
     """A null/undefined read at ``stmt`` of a variable set from a call of an app function:
-    the callee's returns that give no value (``return;``, ``return null``), else, when it
-    has no return at all, the callee itself (as context): the undefined came back from it."""
+    the undefined came back from it. Its returns are followed back through the calls and
+    variables they return (``spans_origins.gives_nothing``): the returns that give no value
+    (``return;``, ``return null``) or, failing those, the lookups are blamed directly; a
+    callee with no return at all, as context."""
     g = c.g
     k, read, _ = _receivers(c, stmt)
     if not read:
@@ -137,7 +141,7 @@ def _returned_nothing(c: _Case, stmt: Span, by: str) -> Ops:
         callees |= {t for t in g.flow.statements[k].calls
                     if g.functions[t].name == named[:-5].split(".")[-1]}
     for callee in sorted(callees):
-        yield from _gives_nothing(c, callee, "the failing statement reads", by)
+        yield from gives_nothing(c, callee, "the failing statement reads", by)
 
 
 _LOOKUP = re.compile(r"=\s*[A-Za-z_$][\w$.]*\s*(?:\[[^\]]+\]|\.[A-Za-z_$][\w$]*)\s*;?\s*$")
@@ -195,8 +199,10 @@ def _runaway_recursion(c: _Case, top: int, by: str) -> Ops:
 @rule("errors.missing_argument")
 def _missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
     """A null read of a parameter of the top frame's function: its caller passed no value.
-    The call on the next frame, or with no in-app frame below, the registrations of the
-    function as an event handler (the browser passes the event alone), are blamed."""
+    The call on the next frame, and what it passed followed back to the return or lookup that
+    gave nothing (``spans_origins.passed_values``), or with no in-app frame below, the
+    registrations of the function as an event handler (the browser passes the event alone),
+    are blamed."""
     exc = exception_of(c.d)
     fn = c.g.enclosing_function(stmt[0])
     if not exc.get("null_read") or fn is None or not fn.params:
@@ -212,9 +218,8 @@ def _missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
     if len(frames) > 1:
         off = frames[1]["offset"]
         yield from c.add("dir", _statement_head(c.g, off) or _line_at(c.g.text, off), why, by)
-        for callee in _passed_from_call(c.g, off, fn, fn.params.index(missing[0])):
-            yield from _gives_nothing(c, callee, f"{fn.name or 'the function'} reads as "
-                                      f"{missing[0]}", by)
+        yield from passed_values(c, off, fn, fn.params.index(missing[0]),
+                                 f"the {missing[0]} {fn.name or 'the function'} reads", by)
         return
     for b in c.g.event_bindings:
         if b.handler == fn.index:
@@ -429,10 +434,13 @@ def _page_error_stack(c: _Case) -> Ops:
     yield from _runaway_recursion(c, top, "stack")
     yield from _undefined_items(c, head, "stack")
     yield from _missing_argument(c, head, frames, "stack")
+    yield from skipped_settings(c, head, "stack")
+    yield from guard_of_other(c, head, "stack")
     yield from _unreached_writers(c, head, [f["offset"] for f in frames], "stack")
     yield from dead_writers(c, head, "stack")
     yield from _unset_state(c, head, [f["offset"] for f in frames], "stack")
     yield from _library_arguments(c, head, "stack")
+    yield from library_parameters(c, head, frames, "stack")
     yield from _rejected_call(c, top, "stack")
     yield from _named_in_message(c, "stack")
 

@@ -25,10 +25,11 @@ from evaluators.localize.spans_common import (
     _fn_at, _other_writes, _write_keys, _writes, Ops, ran_functions, similar_names,
 )
 from evaluators.localize.spans_errors import _loops
-from evaluators.localize.spans_flow import narrow_to_slice
+from evaluators.localize.spans_flow import load_functions, narrow_to_slice
 from evaluators.localize.spans_forward import follow_actor_value
 from evaluators.localize.spans_smells import (
-    blame_definite_bugs, loop_never_runs, misspelled_properties, unreachable_code,
+    blame_definite_bugs, dead_element_writes, loop_never_runs, misspelled_properties,
+    unreachable_code,
 )
 from evaluators.localize.spans_wiring import (
     _dangling_queries, _expected_written_elsewhere, _loop_head, _misdirected_queries,
@@ -370,10 +371,28 @@ def _ground_step(c: _Case) -> Ops:
 
 
 def _definite_bugs_step(c: _Case) -> Ops:
-    yield from blame_definite_bugs(c, c.ran)
-    yield from misspelled_properties(c, c.ran)
-    yield from unreachable_code(c, c.ran)
-    yield from loop_never_runs(c, c.ran)
+    ran = c.ran
+    if isinstance(c.d.get("coverage"), dict) and c.failure.initial:
+        # A check with no action before it reads what the start-up code made, which ran
+        # before the probe's coverage began: the functions that run at load count as run.
+        ran = (ran or set()) | load_functions(c.g)
+    yield from blame_definite_bugs(c, ran)
+    yield from misspelled_properties(c, ran)
+    yield from unreachable_code(c, ran)
+    yield from loop_never_runs(c, ran)
+    yield from dead_element_writes(c)
+
+
+def _load_bugs_step(c: _Case) -> Ops:
+    """An exception while the page loaded: the definite bugs (misspelled element properties)
+    in the code that runs at load and the functions on the exception's stack."""
+    if c.d.get("reason") != "uncaught_at_load":
+        return
+    ran = load_functions(c.g) | {
+        fn.index for f in c.d.get("frames") or () if f.get("in_app")
+        and isinstance(f.get("offset"), int)
+        and (fn := c.g.enclosing_function(f["offset"])) is not None}
+    yield from misspelled_properties(c, ran)
 
 
 def _context_step(c: _Case) -> Ops:

@@ -21,7 +21,9 @@ import re
 from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import DomQuery, Span
-from evaluators.localize.spans_common import _Case, _describe, _fn_at, Ops, exception_of
+from evaluators.localize.spans_common import (
+    _Case, _describe, _fn_at, _write_keys, _writes, Ops, exception_of,
+)
 
 # Elements with a ``value`` property, and those with ``checked``.
 _VALUED = frozenset(("input", "select", "textarea", "button", "option", "output", "meter",
@@ -231,15 +233,19 @@ def unreachable_code(c: _Case, ran: set[int] | None) -> Ops:
 
 @rule("smells.dead_writers")
 def dead_writers(c: _Case, stmt: Span, by: str) -> Ops:
-    """A null read at ``stmt`` of state whose every write is code that can never run (after
-    a ``return`` or ``throw`` in the same block): that statement is blamed directly, the
-    writes it cuts off as context. No name is consulted: the value is unset because nothing
-    that sets it can run."""
+    """A null read at ``stmt`` of state (a variable, or a property path such as
+    ``vertices.A`` read as ``vertices.A.x``) whose every write is code that can never run
+    (after a ``return`` or ``throw`` in the same block): that statement is blamed directly,
+    the writes it cuts off as context. No name is consulted: the value is unset because
+    nothing that sets it can run."""
     if not exception_of(c.d).get("null_read"):
         return
     g = c.g
+    prop = exception_of(c.d).get("read_property")
+    read = {u.name for u in g.state_vars if any(stmt[0] <= a < stmt[1] for a, _ in u.reads)}
     for v in g.state_vars:
-        if "." in v.name or not any(stmt[0] <= a < stmt[1] for a, _ in v.reads):
+        # `vertices.A.x` read where `vertices.A` is undefined: the property path is the state.
+        if not (v.name in read if "." not in v.name else f"{v.name}.{prop}" in read):
             continue
         # Assignments only: a mutating call (`group.clear()`) neither sets nor unsets it.
         sets = [w for w in v.writes if _assignment_to(v.name).match(g.text, w[0], w[1])]
@@ -259,6 +265,26 @@ def dead_writers(c: _Case, stmt: Span, by: str) -> Ops:
 def _assignment_to(name: str) -> re.Pattern:
     """Matches an assignment to ``name`` (``=``, ``+=``, ``??=``...) or its update."""
     return re.compile(rf"(?:\+\+|--)?\s*{re.escape(name)}\s*(?:[-+*/%&|^?<>]*=(?!=)|\+\+|--)")
+
+
+@rule("smells.dead_element_writes")
+def dead_element_writes(c: _Case) -> Ops:
+    """A failed check of an element, one of whose writes of what the check reads sits after a
+    ``return`` or ``throw`` in its block: that write can never run, so the jump is blamed
+    directly and the write as context. Needs no coverage (a check right after load has none
+    of the start-up code) and reads no names."""
+    f, g = c.failure, c.g
+    if f.missing or not f.targets:
+        return
+    for w in _writes(g, f.targets, _write_keys(f)):
+        k = _dead_end_before(g, w.span[0])
+        if k is None:
+            continue
+        yield from c.add("dir", g.dead_ends[k], f"ends its block before the {w.kind} write of "
+                         "the checked element, which can never run", "graph",
+                         _fn_at(g, g.dead_ends[k][0]))
+        yield from c.add("ctx", w.span, "writes the checked element, but can never run",
+                         "graph", w.function)
 
 
 def _dead_end_before(g: CodeGraph, at: int) -> int | None:

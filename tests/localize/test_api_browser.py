@@ -146,3 +146,23 @@ def test_a_break_that_skipped_the_checked_write_is_blamed_with_real_block_covera
     jump = app.index("break;")
     assert _inside((jump, jump + 6), loc["s_dir"]), (loc["coverage"], loc["evidence"])
     assert any(e["rule"] == "flow.skipped_by" for e in loc["evidence"])
+
+
+def test_an_undefined_followed_back_two_calls_to_the_return_that_gave_it():
+    # A real V8 stack: the exception is read in `draw`; the value came from `pick`, which
+    # passed on what `fresh` returned (nothing).
+    from tests.localize.rows_origins import TWO_CALLS_DEEP
+
+    task = parse_task({"id": "tests/origins", "prompt": "x", "rubrics": [
+        {"id": "shown", "text": "x", "kind": "initial", "importance": "core", "probe": {
+            "timeout_ms": 500, "steps": [{"expect": "visible", "locator": "#c"}]}}]})
+    app = "```html\n" + TWO_CALLS_DEEP + "\n```"
+    (rec,) = asyncio.run(score_rows_async([{"task_id": task.id, "response": app}],
+                                          {task.id: task}, EvalConfig()))
+    out = localize_record(rec, task=task)
+    errors = [d for d in out["diagnostics"] if d["kind"] == "page_error"]
+    assert errors and errors[0]["exception"]["null_read"], rec["diagnostics"]
+    empty = app.index("return;")
+    lookup = app.index("return BANK[n];")
+    assert _inside((empty, empty + 7), errors[0]["s_dir"])
+    assert not _inside((lookup, lookup + 15), errors[0]["s_dir"])

@@ -14,6 +14,7 @@ import pytest
 from evaluators.localize.graph import build_graph
 from evaluators.localize.rules import LocalizeConfig
 from evaluators.localize.spans import localize
+from tests.localize import rows_origins
 from tests.localize.diags import page_error, probe_failure, rules_of
 from tests.localize.test_spans_forward import PROBE as READINGS, SCENE
 
@@ -995,6 +996,8 @@ ROWS["the bug injected into the task's SFT reference"] = Row(
      "sft_bug": {"kind": "operator", "before": SPECTRUM[_BUG - 12:_BUG + 2], "new": "-",
                  "after": SPECTRUM[_BUG + 3:_BUG + 14]}},
     direct=("-",), spared=("n += 1;", "show();"), method="oracle")
+
+ROWS.update(rows_origins.rows(Row))
 
 # Rules that blame nothing themselves: they run other rules (a chain's step, or a gate on
 # the diagnostic). Each is stated by a rule it runs: on, that rule blames; off, it does not.

@@ -1,0 +1,203 @@
+"""Rule-intent rows (``test_rule_intents.Row``) for where a bad value came from
+(``evaluators.localize.spans_origins``): values followed back through calls, returns and
+settings, conditions that left a local unset, and the caller that handed a library its value;
+and what failed right after load: code the start-up ran before any probe's coverage began.
+"""
+
+from __future__ import annotations
+
+from tests.localize.diags import page_error, probe_failure
+
+
+def _frames(app: str, *codes: str) -> list[dict]:
+    return [{"in_app": True, "offset": app.index(c)} for c in codes]
+
+
+def _library(app: str, message: str, *codes: str) -> dict:
+    return page_error(message, [{"in_app": False, "offset": None}, *_frames(app, *codes)])
+
+
+# `draw` reads a list its caller took from `pick`, which returned what `fresh` returned.
+TWO_CALLS_DEEP = """<canvas id="c"></canvas><script>
+const BANK = {1: [1]};
+function fresh(n) { return; }
+function pick(n) {
+  if (n > 5) { return fresh(n); }
+  return BANK[n];
+}
+function draw(list) { list.forEach((x) => x); }
+function show() {
+  const list = pick(9);
+  draw(list);
+}
+show();
+</script>"""
+
+# The list comes from a table under a key it does not have.
+MISSING_KEY = """<canvas id="c"></canvas><script>
+const SIZES = {small: [1, 2]};
+function sizes(name) { return SIZES[name]; }
+function draw(list) { list.forEach((x) => x); }
+function show() {
+  const list = sizes('large');
+  draw(list);
+}
+show();
+</script>"""
+
+# A setting read from a call that passed on what another call returned: null.
+PASSED_ON = """<script>
+function empty() { return null; }
+function load(key) { return empty(); }
+function run() {
+  const cfg = load('a');
+  cfg.size += 1;
+}
+run();
+</script>"""
+
+# `f` is set only under `switch (mode)`, whose cases miss the mode's value.
+SWITCHED = """<span id="out"></span><script>
+const mode = 'square';
+function square(x) { return x * x; }
+function cube(x) { return x * x * x; }
+function plot() {
+  let f;
+  switch (mode) {
+    case 'sq': f = square; break;
+    case 'cu': f = cube; break;
+  }
+  document.getElementById('out').textContent = f(2);
+}
+plot();
+</script>"""
+
+# The library receives the caller's second argument, a number where a vector belongs.
+HANDED_ON = """<script src="https://cdn.example/vec.js"></script><script>
+const origin = Vec.create(0, 0);
+const height = 3;
+function foot(p, a, b) {
+  return Vec.dist(a, b);
+}
+function draw() {
+  const f = foot(origin, height, origin);
+  return f;
+}
+draw();
+</script>"""
+
+
+# `clear` tests whether the scene exists, then disposes of a mesh that was never made.
+GUARDED = """<script>
+let scene = {remove() {}}, mesh = null;
+function clear() {
+  if (scene) {
+    scene.remove(mesh);
+    mesh.geometry.dispose();
+  }
+}
+clear();
+</script>"""
+
+
+# p5 calls `setup`, which returns before it sets the vertices `draw` reads.
+CUT_SETUP = """<script src="https://cdn.example/p5.js"></script><script>
+let vertices = {};
+function setup() { return;
+  vertices.A = {x: 1, y: 2};
+}
+function draw() {
+  line(0, 0, vertices.A.x, vertices.A.y);
+}
+</script>"""
+
+# The items are drawn by a callback that returns before it appends anything.
+CUT_CALLBACK = """<div id="steps"></div><script>
+const stepsEl = document.getElementById('steps');
+function show(steps) {
+  stepsEl.innerHTML = '';
+  steps.forEach((step) => { return;
+    const p = document.createElement('p');
+    p.textContent = step;
+    stepsEl.appendChild(p);
+  });
+}
+show(['one', 'two']);
+</script>"""
+
+# Start-up code reads `.values` of a slider (always undefined): the total shows NaN at once.
+AT_START = """<input id="n" type="range" value="3"><span id="total"></span><script>
+const READS = {3: [1, 2, 3]};
+function update() {
+  const n = document.getElementById('n').values;
+  document.getElementById('total').textContent = Number(n) * 2;
+}
+function list() {
+  const key = document.getElementById('n').values;
+  const items = READS[key];
+  return items.length;
+}
+update();
+</script>"""
+
+
+def rows(Row) -> dict:
+    """The rows, built with ``test_rule_intents.Row``."""
+    return {
+        "a property of state every write of which comes after a return": Row(
+            CUT_SETUP, "smells.dead_writers",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
+                       _frames(CUT_SETUP, "line(0, 0, vertices.A.x, vertices.A.y);")),
+            direct=("return;",), context=("vertices.A = {x: 1, y: 2}",)),
+        "the checked element's write placed after a return": Row(
+            CUT_CALLBACK, "smells.dead_element_writes",
+            probe_failure({"expect": "contains_text", "locator": "#steps", "value": "one"},
+                          None, coverage={"functions": [], "skipped": []}),
+            direct=("return;",)),
+        "a misspelled property in start-up code that made the load throw": Row(
+            AT_START.replace("update();", "list();"), "smells.misspelled_property",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading "
+                       "'length')", _frames(AT_START.replace("update();", "list();"),
+                                            "return items.length;", "list();")),
+            direct=("const key = document.getElementById('n').values;",)),
+        "a null read guarded by a test of another value": Row(
+            GUARDED, "errors.guard_of_other",
+            page_error("uncaught TypeError: Cannot read properties of null (reading "
+                       "'geometry')", _frames(GUARDED, "mesh.geometry.dispose();",
+                                              "clear();\n</script>")),
+            direct=("if (scene)",)),
+        "a value passed from a call that returned what another returned: nothing": Row(
+            TWO_CALLS_DEEP, "errors.missing_argument",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading "
+                       "'forEach')", _frames(TWO_CALLS_DEEP, "list.forEach", "draw(list);",
+                                             "show();\n</script>")),
+            direct=("return;", "draw(list);"), context=("const list = pick(9);",
+                                                        "return fresh(n);"),
+            spared=("return BANK[n];", "const BANK = {1: [1]};")),
+        "a value passed from a lookup under a key the table lacks": Row(
+            MISSING_KEY, "errors.missing_argument",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading "
+                       "'forEach')", _frames(MISSING_KEY, "list.forEach", "draw(list);",
+                                             "show();\n</script>")),
+            direct=("return SIZES[name];",), context=("const list = sizes('large');",),
+            spared=("const SIZES = {small: [1, 2]};",)),
+        "a value read from a call that passed on another call's null": Row(
+            PASSED_ON, "errors.returned_nothing",
+            page_error("uncaught TypeError: Cannot read properties of null (reading 'size')",
+                       _frames(PASSED_ON, "cfg.size += 1;", "run();\n</script>")),
+            direct=("return null;",), context=("return empty();",)),
+        "a local set only in branches, none of which ran": Row(
+            SWITCHED, "errors.skipped_settings",
+            page_error("uncaught TypeError: f is not a function",
+                       _frames(SWITCHED, "document.getElementById('out').textContent = f(2);",
+                               "plot();\n</script>")),
+            direct=("switch (mode)",),
+            spared=("return x * x;", "const mode = 'square';")),
+        "a caller's argument that a library could not use": Row(
+            HANDED_ON, "errors.library_parameters",
+            _library(HANDED_ON, "uncaught TypeError: a.sub is not a function",
+                     "return Vec.dist(a, b);", "const f = foot(origin, height, origin);",
+                     "draw();\n</script>"),
+            direct=("const f = foot(origin, height, origin);",),
+            spared=("const height = 3;",)),
+    }
