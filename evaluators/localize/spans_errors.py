@@ -218,7 +218,7 @@ def _missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
     if len(frames) > 1:
         off = frames[1]["offset"]
         yield from c.add("dir", _statement_head(c.g, off) or _line_at(c.g.text, off), why, by)
-        yield from passed_values(c, off, fn, fn.params.index(missing[0]),
+        yield from passed_values(c, frames, fn, fn.params.index(missing[0]),
                                  f"the {missing[0]} {fn.name or 'the function'} reads", by)
         return
     for b in c.g.event_bindings:
@@ -243,20 +243,28 @@ def _loop_heads(g: CodeGraph, offset: int, scope: Span) -> list[Span]:
     return out
 
 
+_NOT_ITERABLE = re.compile(r"undefined is not iterable|is undefined.*not iterable")
+_ITERATED = re.compile(r"(?:\]\s*=|\bof)\s*([A-Za-z_$][\w$]*)\s*\[([^\[\]]+)\]")
+
+
 @rule("errors.undefined_items")
 def _undefined_items(c: _Case, stmt: Span, by: str) -> Ops:
-    """``Cannot read properties of undefined (reading 'k')`` at ``a[i].k`` (or ``a[i][j]``):
-    an item of the array ``a`` that was never filled, or an index past its end (a loop
+    """``Cannot read properties of undefined (reading 'k')`` at ``a[i].k`` (or ``a[i][j]``),
+    or ``undefined is not iterable`` at ``[x, y] = a[i]`` (``of a[i]``): an item of the array ``a`` that was never filled, or an index past its end (a loop
     filling it, or reading it, with the wrong bounds): the statements that fill ``a`` in its
     scope and the loops around them, and the innermost loop around the failing read whose
     head sets the index, are blamed."""
-    item = exception_of(c.d).get("undefined_item")
-    if item is None:
+    exc = exception_of(c.d)
+    item = exc.get("undefined_item")
+    if item is not None:
+        after = r"\??\.?\s*\[" if not re.fullmatch(r"[A-Za-z_$][\w$]*", item) else (
+            r"\??\.\s*" + re.escape(item) + r"(?![\w$])")  # a number: read by subscript
+        read = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*\[([^\[\]]+)\]\s*" + after)
+    elif _NOT_ITERABLE.search(exc.get("message") or ""):  # `[a, b] = rows[i]`, `of rows[i]`
+        read = _ITERATED
+    else:
         return
     g = c.g
-    after = r"\??\.?\s*\[" if not re.fullmatch(r"[A-Za-z_$][\w$]*", item) else (
-        r"\??\.\s*" + re.escape(item) + r"(?![\w$])")  # a number: read by subscript
-    read = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*\[([^\[\]]+)\]\s*" + after)
     fn = g.enclosing_function(stmt[0])
     scope = fn.span if fn is not None else g.region
     for base, index in dict.fromkeys(r.groups() for r in read.finditer(g.text, *stmt)):

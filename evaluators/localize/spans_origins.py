@@ -132,14 +132,26 @@ def gives_nothing(c: _Case, callee: int, reader: str, by: str) -> Ops:
     yield from blame_sources(c, out, by)
 
 
-def passed_values(c: _Case, at: int, fn, index: int, reader: str, by: str) -> Ops:
-    """What the call of ``fn`` at offset ``at`` (a caller's frame) passed as its
-    ``index``-th argument, followed back (``blame_sources``)."""
-    passed = _passed_argument(c, at, fn, index)
-    if passed:
-        out = Sources()
-        trace_expression(c.g, passed[1], passed[0], reader, out)
-        yield from blame_sources(c, out, by)
+def passed_values(c: _Case, frames: list[dict], fn, index: int, reader: str, by: str) -> Ops:
+    """What the call of ``fn`` on the stack's next frame (``frames[1]``) passed as its
+    ``index``-th argument, followed back (``blame_sources``); an argument that is itself a
+    parameter of the caller is followed to the caller's caller, down the stack."""
+    g, out = c.g, Sources()
+    for depth in range(1, len(frames)):
+        passed = _passed_argument(c, frames[depth]["offset"], fn, index)
+        if not passed:
+            break
+        k, expr = passed
+        caller = g.flow.statements[k].function
+        ident = _IDENT.match(expr)
+        params = g.functions[caller].params if caller is not None else []
+        if ident is None or ident.group(1) not in params or depth + 1 >= len(frames):
+            trace_expression(g, expr, k, reader, out)
+            break
+        out.passed.append((g.flow.statements[k].span, f"passes on {ident.group(1)}, which "
+                           f"becomes {reader}", caller))
+        fn, index = g.functions[caller], params.index(ident.group(1))
+    yield from blame_sources(c, out, by)
 
 
 def blame_sources(c: _Case, out: Sources, by: str) -> Ops:

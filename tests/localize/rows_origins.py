@@ -45,6 +45,33 @@ function show() {
 show();
 </script>"""
 
+# `cell` reads colors that `row` only passed on from `grid`, which looked them up by a key
+# the table lacks.
+PASSED_DOWN = """<script>
+const PALETTES = {warm: ['red']};
+let mode = 'cold';
+function cell(n, colors) { return colors.length * n; }
+function row(n, colors) { return cell(n, colors); }
+function grid() {
+  const colors = PALETTES[mode];
+  return row(3, colors);
+}
+grid();
+</script>"""
+
+# The loop runs one past the end of the points it destructures.
+PAST_END = """<canvas id="c"></canvas><script>
+const pts = [[0, 1], [2, 3]];
+function plot(x, y) { return x + y; }
+function draw() {
+  for (let i = 0; i <= pts.length; i++) {
+    const [x, y] = pts[i];
+    plot(x, y);
+  }
+}
+draw();
+</script>"""
+
 # A setting read from a call that passed on what another call returned: null.
 PASSED_ON = """<script>
 function empty() { return null; }
@@ -181,6 +208,20 @@ def rows(Row) -> dict:
                                              "show();\n</script>")),
             direct=("return SIZES[name];",), context=("const list = sizes('large');",),
             spared=("const SIZES = {small: [1, 2]};",)),
+        "a value passed on down the stack from a lookup under a missing key": Row(
+            PASSED_DOWN, "errors.missing_argument",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading "
+                       "'length')", _frames(PASSED_DOWN, "colors.length", "return cell(n, colors);",
+                                            "return row(3, colors);", "grid();\n</script>")),
+            direct=("const colors = PALETTES[mode];",),
+            spared=("const PALETTES = {warm: ['red']};",)),
+        "an item destructured one past the end of its array": Row(
+            PAST_END, "errors.undefined_items",
+            page_error("uncaught TypeError: undefined is not iterable (cannot read property "
+                       "Symbol(Symbol.iterator))",
+                       _frames(PAST_END, "const [x, y] = pts[i];", "draw();\n</script>")),
+            direct=("for (let i = 0; i <= pts.length; i++)",),
+            spared=("const pts = [[0, 1], [2, 3]];",)),
         "a value read from a call that passed on another call's null": Row(
             PASSED_ON, "errors.returned_nothing",
             page_error("uncaught TypeError: Cannot read properties of null (reading 'size')",
