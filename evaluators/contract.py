@@ -102,7 +102,9 @@ _DESTRUCTURED = re.compile(r"Cannot destructure (?:property '[^']*' of )?'(.+?)'
                            r"(?:null|undefined)")
 # JsException fields added after records were written: a record may lack them (readers take
 # them from the message: `JsException.from_json`), so the schema does not require them.
-_EXCEPTION_FIELDS_ADDED = ("rejected_call", "destructured")
+_EXCEPTION_FIELDS_ADDED = ("rejected_call", "destructured", "not_iterable")
+# `const [a, b] = rows[i]` or `for (const x of v)` on undefined, null or a non-iterable.
+_NOT_ITERABLE = re.compile(r"\bis not iterable\b")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -123,6 +125,8 @@ class JsException:
       destructured: The value a destructuring found null or undefined, as V8 writes it
         (``calculateModel(...)`` for ``Cannot destructure property 'a' of
         'calculateModel(...)' as it is undefined.``), if any.
+      not_iterable: An array destructuring or ``for ... of`` was handed a value it cannot
+        iterate (``undefined is not iterable``): an item past an array's end, or unset.
       thrown: What the thrown value itself may have been (for a stackless throw).
     """
 
@@ -136,6 +140,7 @@ class JsException:
     stack_overflow: bool = False
     rejected_call: str | None = None
     destructured: str | None = None
+    not_iterable: bool = False
     thrown: tuple[str, ...] = ()
 
     @classmethod
@@ -154,6 +159,7 @@ class JsException:
                    stack_overflow=_STACK_OVERFLOW in message,
                    rejected_call=rejected.group(1) if rejected else None,
                    destructured=destructured.group(1) if destructured else None,
+                   not_iterable=_NOT_ITERABLE.search(message) is not None,
                    thrown=_thrown_texts(name, message))
 
     def to_json(self) -> dict:

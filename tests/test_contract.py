@@ -230,3 +230,12 @@ def test_an_exception_written_before_a_field_existed_reads_it_from_its_message()
     assert JsException.from_json(old).rejected_call == "appendChild"
     # What a record holds is kept as written, never recomputed over.
     assert JsException.from_json({**new, "rejected_call": None}).rejected_call is None
+
+
+def test_a_value_that_cannot_be_iterated_is_told_apart_for_old_records_too():
+    report = "undefined is not iterable (cannot read property Symbol(Symbol.iterator))"
+    new = JsException.from_report("TypeError", report).to_json()
+    assert new["not_iterable"] and not new["null_read"]
+    old = {k: v for k, v in new.items() if k != "not_iterable"}
+    assert JsException.from_json(old).not_iterable
+    assert not JsException.from_report("TypeError", "x is not a function").not_iterable

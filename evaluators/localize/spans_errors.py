@@ -243,7 +243,6 @@ def _loop_heads(g: CodeGraph, offset: int, scope: Span) -> list[Span]:
     return out
 
 
-_NOT_ITERABLE = re.compile(r"undefined is not iterable|is undefined.*not iterable")
 _ITERATED = re.compile(r"(?:\]\s*=|\bof)\s*([A-Za-z_$][\w$]*)\s*\[([^\[\]]+)\]")
 
 
@@ -260,7 +259,7 @@ def _undefined_items(c: _Case, stmt: Span, by: str) -> Ops:
         after = r"\??\.?\s*\[" if not re.fullmatch(r"[A-Za-z_$][\w$]*", item) else (
             r"\??\.\s*" + re.escape(item) + r"(?![\w$])")  # a number: read by subscript
         read = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*\[([^\[\]]+)\]\s*" + after)
-    elif _NOT_ITERABLE.search(exc.get("message") or ""):  # `[a, b] = rows[i]`, `of rows[i]`
+    elif exc.get("not_iterable"):  # `[a, b] = rows[i]`, `of rows[i]`
         read = _ITERATED
     else:
         return
