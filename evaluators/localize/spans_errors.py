@@ -30,8 +30,7 @@ from evaluators.localize.spans_common import (
 from evaluators.localize.spans_calls import (
     _library_arguments, _rejected_call,
 )
-from evaluators.localize.spans_origins import (
-    gives_nothing, guard_of_other, library_parameters, passed_values, skipped_settings)
+from evaluators.localize.spans_origins import gives_nothing, passed_values
 from evaluators.localize.spans_smells import dead_writers
 from evaluators.localize.spans_unset import _unset_state, unset_state_at
 
@@ -441,13 +440,10 @@ def _page_error_stack(c: _Case) -> Ops:
     yield from _runaway_recursion(c, top, "stack")
     yield from _undefined_items(c, head, "stack")
     yield from _missing_argument(c, head, frames, "stack")
-    yield from skipped_settings(c, head, "stack")
-    yield from guard_of_other(c, head, "stack")
     yield from _unreached_writers(c, head, [f["offset"] for f in frames], "stack")
     yield from dead_writers(c, head, "stack")
     yield from _unset_state(c, head, [f["offset"] for f in frames], "stack")
     yield from _library_arguments(c, head, "stack")
-    yield from library_parameters(c, head, frames, "stack")
     yield from _rejected_call(c, top, "stack")
     yield from _named_in_message(c, "stack")
 

@@ -1,7 +1,7 @@
 """Rule-intent rows (``test_rule_intents.Row``) for where a bad value came from
-(``evaluators.localize.spans_origins``): values followed back through calls, returns and
-settings, conditions that left a local unset, and the caller that handed a library its value;
-and what failed right after load: code the start-up ran before any probe's coverage began.
+(``evaluators.localize.spans_origins``): values followed back through calls, returns,
+settings and the stack; and what failed right after load: the code the start-up ran before any
+probe's coverage began, and code after a ``return`` that should have set what was read.
 """
 
 from __future__ import annotations
@@ -11,10 +11,6 @@ from tests.localize.diags import page_error, probe_failure
 
 def _frames(app: str, *codes: str) -> list[dict]:
     return [{"in_app": True, "offset": app.index(c)} for c in codes]
-
-
-def _library(app: str, message: str, *codes: str) -> dict:
-    return page_error(message, [{"in_app": False, "offset": None}, *_frames(app, *codes)])
 
 
 # `draw` reads a list its caller took from `pick`, which returned what `fresh` returned.
@@ -83,50 +79,6 @@ function run() {
 run();
 </script>"""
 
-# `f` is set only under `switch (mode)`, whose cases miss the mode's value.
-SWITCHED = """<span id="out"></span><script>
-const mode = 'square';
-function square(x) { return x * x; }
-function cube(x) { return x * x * x; }
-function plot() {
-  let f;
-  switch (mode) {
-    case 'sq': f = square; break;
-    case 'cu': f = cube; break;
-  }
-  document.getElementById('out').textContent = f(2);
-}
-plot();
-</script>"""
-
-# The library receives the caller's second argument, a number where a vector belongs.
-HANDED_ON = """<script src="https://cdn.example/vec.js"></script><script>
-const origin = Vec.create(0, 0);
-const height = 3;
-function foot(p, a, b) {
-  return Vec.dist(a, b);
-}
-function draw() {
-  const f = foot(origin, height, origin);
-  return f;
-}
-draw();
-</script>"""
-
-
-# `clear` tests whether the scene exists, then disposes of a mesh that was never made.
-GUARDED = """<script>
-let scene = {remove() {}}, mesh = null;
-function clear() {
-  if (scene) {
-    scene.remove(mesh);
-    mesh.geometry.dispose();
-  }
-}
-clear();
-</script>"""
-
-
 # p5 calls `setup`, which returns before it sets the vertices `draw` reads.
 CUT_SETUP = """<script src="https://cdn.example/p5.js"></script><script>
 let vertices = {};
@@ -187,12 +139,6 @@ def rows(Row) -> dict:
                        "'length')", _frames(AT_START.replace("update();", "list();"),
                                             "return items.length;", "list();")),
             direct=("const key = document.getElementById('n').values;",)),
-        "a null read guarded by a test of another value": Row(
-            GUARDED, "errors.guard_of_other",
-            page_error("uncaught TypeError: Cannot read properties of null (reading "
-                       "'geometry')", _frames(GUARDED, "mesh.geometry.dispose();",
-                                              "clear();\n</script>")),
-            direct=("if (scene)",)),
         "a value passed from a call that returned what another returned: nothing": Row(
             TWO_CALLS_DEEP, "errors.missing_argument",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading "
@@ -227,18 +173,4 @@ def rows(Row) -> dict:
             page_error("uncaught TypeError: Cannot read properties of null (reading 'size')",
                        _frames(PASSED_ON, "cfg.size += 1;", "run();\n</script>")),
             direct=("return null;",), context=("return empty();",)),
-        "a local set only in branches, none of which ran": Row(
-            SWITCHED, "errors.skipped_settings",
-            page_error("uncaught TypeError: f is not a function",
-                       _frames(SWITCHED, "document.getElementById('out').textContent = f(2);",
-                               "plot();\n</script>")),
-            direct=("switch (mode)",),
-            spared=("return x * x;", "const mode = 'square';")),
-        "a caller's argument that a library could not use": Row(
-            HANDED_ON, "errors.library_parameters",
-            _library(HANDED_ON, "uncaught TypeError: a.sub is not a function",
-                     "return Vec.dist(a, b);", "const f = foot(origin, height, origin);",
-                     "draw();\n</script>"),
-            direct=("const f = foot(origin, height, origin);",),
-            spared=("const height = 3;",)),
     }
