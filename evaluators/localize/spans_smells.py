@@ -180,7 +180,11 @@ def _on_element(g: CodeGraph, holders, obj: tuple[int, int], fn: int | None) -> 
     if any(q.span == obj and q.exact for q in g.dom_queries):
         return True
     where = holders.get(text, ())
-    return None in where or fn in where
+    while fn is not None:  # the lookup's function or one around it: a closure sees it
+        if fn in where:
+            return True
+        fn = g.functions[fn].parent
+    return None in where
 
 
 @rule("smells.misspelled_property")
@@ -243,22 +247,44 @@ def dead_writers(c: _Case, stmt: Span, by: str) -> Ops:
     g = c.g
     prop = exception_of(c.d).get("read_property")
     read = {u.name for u in g.state_vars if any(stmt[0] <= a < stmt[1] for a, _ in u.reads)}
-    for v in g.state_vars:
+    state = _written_state(g, stmt)
+    read |= {name for name, _ in state[len(g.state_vars):]}  # captured: read at ``stmt``
+    for name, writes in state:
         # `vertices.A.x` read where `vertices.A` is undefined: the property path is the state.
-        if not (v.name in read if "." not in v.name else f"{v.name}.{prop}" in read):
+        if not (name in read if "." not in name else f"{name}.{prop}" in read):
             continue
         # Assignments only: a mutating call (`group.clear()`) neither sets nor unsets it.
-        sets = [w for w in v.writes if _assignment_to(v.name).match(g.text, w[0], w[1])]
+        sets = [w for w in writes if _assignment_to(name).match(g.text, w[0], w[1])]
         cut = [_dead_end_before(g, w[0]) for w in sets]
         if not sets or None in cut:
             continue
         for k in sorted(set(cut)):
             yield from c.add("dir", g.dead_ends[k], f"ends its block before every write of "
-                             f"{v.name}, which the failing statement reads unset", by,
+                             f"{name}, which the failing statement reads unset", by,
                              _fn_at(g, g.dead_ends[k][0]))
         for w in sets:
-            yield from c.add("ctx", w, f"sets {v.name}, but can never run", by,
+            yield from c.add("ctx", w, f"sets {name}, but can never run", by,
                              _fn_at(g, w[0]))
+
+
+def _written_state(g: CodeGraph, stmt: Span) -> list[tuple[str, list[Span]]]:
+    """(name, write spans) of the program state (``state_vars``, first, in order), then of
+    the other ``let``/``var`` variables statement ``stmt`` reads, such as one captured from
+    an enclosing function (a sketch's ``let`` set in its ``p.setup``): their writes are the
+    statements that set them, declarations without a value left out."""
+    out = [(v.name, list(v.writes)) for v in g.state_vars]
+    k = g.flow.statement_at(stmt[0])
+    if k is None:
+        return out
+    known = {name for name, _ in out}
+    for v in sorted(g.flow.statements[k].uses):
+        var = g.variables[v]
+        if var.name in known or var.is_global or var.kind not in ("let", "var"):
+            continue
+        sets = [st.span for st in g.flow.statements if v in st.defs
+                and not (var.decl and st.span[0] <= var.decl[0] < st.span[1])]
+        out.append((var.name, sets))
+    return out
 
 
 @functools.lru_cache(maxsize=256)

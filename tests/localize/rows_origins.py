@@ -90,6 +90,21 @@ function draw() {
 }
 </script>"""
 
+# A p5 sketch in instance mode: `setup` returns before it looks up the input `draw` reads.
+CUT_SKETCH = """<input id="n" value="3"><script src="https://cdn.example/p5.js"></script><script>
+const sketch = (p) => {
+  let input;
+  p.setup = function () { return;
+    input = document.getElementById('n');
+  };
+  p.draw = function () {
+    const n = parseInt(input.value, 10);
+    p.circle(0, 0, n);
+  };
+};
+new p5(sketch);
+</script>"""
+
 # The items are drawn by a callback that returns before it appends anything.
 CUT_CALLBACK = """<div id="steps"></div><script>
 const stepsEl = document.getElementById('steps');
@@ -128,6 +143,11 @@ def rows(Row) -> dict:
             page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
                        _frames(CUT_SETUP, "line(0, 0, vertices.A.x, vertices.A.y);")),
             direct=("return;",), context=("vertices.A = {x: 1, y: 2}",)),
+        "a sketch's variable every setting of which comes after a return": Row(
+            CUT_SKETCH, "smells.dead_writers",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading "
+                       "'value')", _frames(CUT_SKETCH, "const n = parseInt(input.value, 10);")),
+            direct=("return;",), spared=("p.circle(0, 0, n);",)),
         "the checked element's write placed after a return": Row(
             CUT_CALLBACK, "smells.dead_element_writes",
             probe_failure({"expect": "contains_text", "locator": "#steps", "value": "one"},

@@ -474,3 +474,30 @@ def test_a_call_by_computed_key_may_reach_any_function_member_of_its_object():
     by = {c.callee_text: sorted(g.functions[t].qualname for t in c.targets) for c in g.calls}
     assert by["FNS[k]"] == ["FNS.a1", "FNS.b2", "FNS.c3"]
     assert by["list[i]"] == []  # not a binding of the app: nothing to resolve it to
+
+
+def test_a_misspelled_property_of_an_element_a_closure_sees_is_blamed():
+    from evaluators.localize.spans import localize
+    from tests.localize.diags import probe_failure, ran, rules_of
+
+    # `inputN` is looked up in the load handler; the function made inside it writes `.values`.
+    app = """<input id="n" type="number" value="1"><input id="s" type="range" value="1">
+<script>
+window.onload = function () {
+  const slider = document.getElementById('s');
+  const inputN = document.getElementById('n');
+  function sync(val) {
+    slider.value = val;
+    inputN.values = val;
+  }
+  slider.addEventListener('input', (e) => sync(e.target.value));
+};
+</script>"""
+    g = build_graph(app)
+    diag = probe_failure({"expect": "value", "locator": "#n", "value": "10"},
+                         {"do": "fill", "locator": "#s", "value": "10"},
+                         coverage=ran(g, "sync"))
+    loc = localize(g, diag, "grounded")
+    bad = app.index("inputN.values = val;")
+    assert any("smells.misspelled_property" in rules_of(e) and e["set"] == "dir"
+               and e["span"][0] <= bad < e["span"][1] for e in loc.evidence)
