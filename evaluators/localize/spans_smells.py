@@ -247,11 +247,9 @@ def dead_writers(c: _Case, stmt: Span, by: str) -> Ops:
     g = c.g
     prop = exception_of(c.d).get("read_property")
     read = {u.name for u in g.state_vars if any(stmt[0] <= a < stmt[1] for a, _ in u.reads)}
-    state = _written_state(g, stmt)
-    read |= {name for name, _ in state[len(g.state_vars):]}  # captured: read at ``stmt``
-    for name, writes in state:
+    for name, writes, read_here in _written_state(g, stmt):
         # `vertices.A.x` read where `vertices.A` is undefined: the property path is the state.
-        if not (name in read if "." not in name else f"{name}.{prop}" in read):
+        if not (read_here or (name in read if "." not in name else f"{name}.{prop}" in read)):
             continue
         # Assignments only: a mutating call (`group.clear()`) neither sets nor unsets it.
         sets = [w for w in writes if _assignment_to(name).match(g.text, w[0], w[1])]
@@ -267,23 +265,24 @@ def dead_writers(c: _Case, stmt: Span, by: str) -> Ops:
                              _fn_at(g, w[0]))
 
 
-def _written_state(g: CodeGraph, stmt: Span) -> list[tuple[str, list[Span]]]:
-    """(name, write spans) of the program state (``state_vars``, first, in order), then of
-    the other ``let``/``var`` variables statement ``stmt`` reads, such as one captured from
-    an enclosing function (a sketch's ``let`` set in its ``p.setup``): their writes are the
+def _written_state(g: CodeGraph, stmt: Span) -> list[tuple[str, list[Span], bool]]:
+    """(name, write spans, read by ``stmt`` for certain) of the program state
+    (``state_vars``: whether ``stmt`` reads it is told by its reads), then of the other
+    ``let``/``var`` variables statement ``stmt`` reads, such as one captured from an
+    enclosing function (a sketch's ``let`` set in its ``p.setup``): their writes are the
     statements that set them, declarations without a value left out."""
-    out = [(v.name, list(v.writes)) for v in g.state_vars]
+    out = [(v.name, list(v.writes), False) for v in g.state_vars]
     k = g.flow.statement_at(stmt[0])
     if k is None:
         return out
-    known = {name for name, _ in out}
+    known = {name for name, _, _ in out}
     for v in sorted(g.flow.statements[k].uses):
         var = g.variables[v]
         if var.name in known or var.is_global or var.kind not in ("let", "var"):
             continue
         sets = [st.span for st in g.flow.statements if v in st.defs
                 and not (var.decl and st.span[0] <= var.decl[0] < st.span[1])]
-        out.append((var.name, sets))
+        out.append((var.name, sets, True))
     return out
 
 

@@ -6,11 +6,7 @@ from __future__ import annotations
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import localize
 from tests.localize.diags import page_error, probe_failure, rules_of, span
-from tests.localize.rows_origins import AT_START, TWO_CALLS_DEEP
-
-
-def _frames(app: str, *codes: str) -> list[dict]:
-    return [{"in_app": True, "offset": app.index(c)} for c in codes]
+from tests.localize.rows_origins import AT_START, TWO_CALLS_DEEP, _frames
 
 
 def _blamed_by(loc, rule: str) -> list[dict]:
