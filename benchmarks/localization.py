@@ -206,6 +206,19 @@ def score_cached(rows: list[dict], tasks: dict[str, Task], cfg: BenchConfig,
             for r in rows]
 
 
+def distinct(mutants: list[dict]) -> list[dict]:
+    """Each mutant once, under the first seed that drew it. A response with one site of a
+    kind gets the same mutant from every seed: counted per seed, it would weigh as many times
+    as there are seeds, and a later seed's row would not be fresh data."""
+    seen: set[str] = set()
+    out = []
+    for m in sorted(mutants, key=lambda m: m.get("seed", 0)):
+        if _key(m) not in seen:
+            seen.add(_key(m))
+            out.append(m)
+    return out
+
+
 def all_pass(rec: dict) -> bool:
     probed = [r for r in rec.get("rubrics", ()) if r["verdict"] != "unjudged"]
     return (rec.get("status") == "ok" and rec.get("gate") is None and bool(probed)
@@ -432,12 +445,15 @@ def run(cfg: BenchConfig) -> None:
     passing = [r for r in originals if all_pass(r)]
     print(f"{len(passing)} of {len(originals)} answers pass every probe", file=sys.stderr)
     mutants = score_cached(drawn, tasks, cfg, fresh=cfg.fresh or cfg.fresh_mutants)
+    drawn_n = len(mutants)
+    mutants = distinct(mutants)
     kept = [m for m in mutants if caught(m)]
     hangs = sum(1 for m in mutants if not all_pass(m) and not caught(m))
     tok = train_tokenizer([r["response"] for r in originals])
     rows = evaluate(kept, tasks, tok)
     print(f"\nLocalization on injected faults: {len(passing)} passing answers of "
-          f"{', '.join(cfg.models)} (first {cfg.tasks} tasks), {len(mutants)} mutants, "
+          f"{', '.join(cfg.models)} (first {cfg.tasks} tasks), {len(mutants)} distinct mutants "
+          f"({drawn_n - len(mutants)} more drawn again by a later seed, counted once), "
           f"{len(kept)} caught by a probe ({hangs} caught only by hangs/time-outs, dropped)\n")
     print(table(["fault", "method", "n", "hit@dir", "hit@dir+ctx", "prec", "dir%", "w-ratio",
                  "w-oracle"], rows))

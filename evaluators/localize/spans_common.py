@@ -171,6 +171,16 @@ def _fn_at(g: CodeGraph, offset: int) -> int | None:
     return None if fn is None else fn.index
 
 
+def lexical_scope(g: CodeGraph, fn: int | None) -> set[int | None]:
+    """Function ``fn``, the functions around it and the top level (None): where the
+    variables its code reads can be declared and set (a closure reads its maker's locals)."""
+    out: set[int | None] = {None}
+    while fn is not None:
+        out.add(fn)
+        fn = g.functions[fn].parent
+    return out
+
+
 def ran_functions(g: CodeGraph, coverage: dict | None) -> set[int]:
     """Graph functions that precise coverage saw run (count > 0).
 

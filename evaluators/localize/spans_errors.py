@@ -24,13 +24,13 @@ from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span
 from evaluators.contract import UNCAUGHT
 from evaluators.localize.spans_common import (
-    _SELECTOR_NAME, _Case, _fn_at, Localization, Ops, exception_of, ran_functions,
-    similar_names,
+    _SELECTOR_NAME, _Case, _fn_at, Localization, Ops, exception_of, lexical_scope,
+    ran_functions, similar_names,
 )
 from evaluators.localize.spans_calls import (
     _library_arguments, _rejected_call,
 )
-from evaluators.localize.spans_origins import gives_nothing, passed_values
+from evaluators.localize.spans_origins import gives_nothing, library_inputs, passed_values
 from evaluators.localize.spans_smells import dead_writers
 from evaluators.localize.spans_unset import _unset_state, unset_state_at
 
@@ -114,12 +114,13 @@ def _receivers(c: _Case, stmt: Span) -> tuple[int | None, set[int], bool]:
 
 def _definitions(c: _Case, k: int, variables: set[int]) -> list:
     """The statements other than ``k`` that set ``variables``: anywhere for a global, else in
-    statement ``k``'s function or at the top level."""
+    statement ``k``'s function, the functions around it (a closure's variables) or at the top
+    level."""
     flow = c.g.flow
-    fn = flow.statements[k].function
+    scope = lexical_scope(c.g, flow.statements[k].function)
     shared = {v for v in variables if c.g.variables[v].is_global}
     return [st for j, st in enumerate(flow.statements) if j != k and variables & st.defs
-            and (shared & st.defs or st.function in (fn, None))]
+            and (shared & st.defs or st.function in scope)]
 
 
 @rule("errors.returned_nothing")
@@ -444,6 +445,7 @@ def _page_error_stack(c: _Case) -> Ops:
     yield from dead_writers(c, head, "stack")
     yield from _unset_state(c, head, [f["offset"] for f in frames], "stack")
     yield from _library_arguments(c, head, "stack")
+    yield from library_inputs(c, head, "stack")
     yield from _rejected_call(c, top, "stack")
     yield from _named_in_message(c, "stack")
 

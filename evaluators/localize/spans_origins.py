@@ -10,7 +10,8 @@ undefined for a missing key directly when no such return was found, and the stat
 way as context. ``errors.returned_nothing`` and ``errors.missing_argument`` (``spans_errors``)
 start these walks from a variable set by a call (``gives_nothing``) and from the argument a
 caller passed, followed down the stack while it is the caller's own parameter
-(``passed_values``). No rule lives here.
+(``passed_values``). ``errors.library_inputs`` follows the other way, from a call into a
+library that threw to the statements that built what it was handed (``built_objects``).
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from evaluators.localize.rules import rule
 from evaluators.localize.spans_calls import _arguments
-from evaluators.localize.spans_common import Ops, _Case
+from evaluators.localize.spans_common import Ops, _Case, lexical_scope
 
 Span = tuple[int, int]
 # How many hops a value is followed back, and how many statements end its paths, at most:
@@ -31,6 +33,8 @@ _EMPTY = re.compile(r"return\s*(?:(?:null|undefined|void\s+0)\s*)?;?\s*$")
 _CALL = re.compile(rf"\s*(?:await\s+)?({_NAME}(?:\s*\.\s*{_NAME})*)\s*\(")
 _LOOKUP = re.compile(rf"\s*{_NAME}(?:\s*\.\s*{_NAME})*\s*(?:\[[^\]]+\]|\.\s*{_NAME})\s*;?\s*$")
 _IDENT = re.compile(rf"\s*({_NAME})\s*;?\s*$")
+# A construction, or a call handed a value: what builds an object a library reads.
+_HANDS = re.compile(rf"\bnew\s+{_NAME}|{_NAME}\s*\(\s*[^)\s]")
 
 
 @dataclasses.dataclass
@@ -99,8 +103,10 @@ def trace_returns(g, fn: int, what: str, out: Sources, depth: int = 1) -> None:
 
 def trace_variable(g, name: str, k: int, what: str, out: Sources, depth: int = 1) -> None:
     """Follows variable ``name`` as flow statement ``k`` reads it into ``out``: the
-    statements that set it in the same function (anywhere, for a global)."""
+    statements that set it in the same function or one around it (anywhere, for a
+    global)."""
     st = g.flow.statements[k]
+    scope = lexical_scope(g, st.function)
     set_by = re.compile(rf"(?<![\w$.]){re.escape(name)}\s*=(?!=)\s*")
     for v in sorted(v for v in st.uses if g.variables[v].name == name):
         if ("var", v) in out.seen:
@@ -108,7 +114,7 @@ def trace_variable(g, name: str, k: int, what: str, out: Sources, depth: int = 1
         out.seen.add(("var", v))
         for j, other in enumerate(g.flow.statements):
             if j == k or v not in other.defs or not (
-                    g.variables[v].is_global or other.function in (st.function, None)):
+                    g.variables[v].is_global or other.function in scope):
                 continue
             m = set_by.search(g.text, other.span[0], other.span[1])
             if m is not None:
@@ -176,3 +182,70 @@ def _passed_argument(c: _Case, at: int, fn, index: int) -> tuple[int, str] | Non
         g.text, st.span[0], st.span[1])
     args = _arguments(g.text, m.end(), st.span[1]) if m else []
     return (k, args[index]) if index < len(args) else None
+
+
+# How many hops from the call's arguments (a scene, an object added to it, what built that
+# object) and how many statements are followed: enough for a scene graph two containers deep.
+BUILT_DEPTH = 3
+MAX_BUILT = 40
+
+
+def built_objects(g, k: int) -> list[tuple[Span, str, int | None]]:
+    """The statements that built the values flow statement ``k`` hands over, breadth first:
+    for each variable it reads, the statements that set it or a property of it, and the method
+    calls on it that hand it values (``scene.add(mesh)``, ``geometry.setAttribute(...)``),
+    then the same for the variables those read (``mesh = new Mesh(geometry, material)``),
+    ``BUILT_DEPTH`` hops and ``MAX_BUILT`` statements at most. Only statements that construct an
+    object or hand a call values are followed; the rest (a flag set on a built object,
+    ``mesh.visible = on``, which seldom breaks the library that reads it) come last, while the
+    budget lasts. Compound statements are left out (their bodies are statements of their
+    own)."""
+    st0 = g.flow.statements[k]
+
+    def scoped(v: int, fn: int | None) -> tuple[int, int | None]:
+        # A local is followed in the function of the statement that read it.
+        return (v, None if g.variables[v].is_global else fn)
+
+    frontier = {scoped(v, st0.function) for v in st0.uses}
+    seen, taken, out, flags = set(), {k}, [], []
+    for hop in range(1, BUILT_DEPTH + 1):
+        found = []
+        for v, fn in sorted(frontier - seen, key=lambda x: (x[0], -1 if x[1] is None else x[1])):
+            seen.add((v, fn))
+            name = g.variables[v].name
+            built = re.compile(rf"(?<![\w$.]){re.escape(name)}(?:\s*\.\s*{_NAME})*\s*"
+                               rf"(?:=(?!=)|\(\s*[^)\s])")
+            for j, st in enumerate(g.flow.statements):
+                if j not in taken and st.head == st.span and v in st.uses | st.defs and (
+                        g.variables[v].is_global or st.function == fn) and built.search(
+                        g.text, st.span[0], st.span[1]):
+                    taken.add(j)
+                    item = (st.span, f"builds {name}, which the failing library call was "
+                            f"handed ({hop} hops away)", st.function)
+                    hands = _HANDS.search(g.text, st.span[0], st.span[1])
+                    (found if hands else flags).append((j, item))
+        frontier = set()
+        for j, item in sorted(found)[:MAX_BUILT - len(out)]:
+            out.append(item)
+            st = g.flow.statements[j]
+            frontier |= {scoped(u, st.function) for u in st.uses | st.defs}
+        frontier -= seen
+    out += [item for _, item in flags][:MAX_BUILT - len(out)]
+    return out
+
+
+@rule("errors.library_inputs")
+def library_inputs(c: _Case, stmt: Span, by: str) -> Ops:
+    """An exception raised inside a library, at a call of the app that handed it objects the
+    app built earlier (a scene of meshes, each made of a geometry and a material): the library
+    read something wrong in them, and which part the stack cannot say. The statements that
+    built them (``built_objects``) are context: one of them gave the library a value of the
+    wrong kind, or in the wrong place."""
+    frames = c.d.get("frames") or ()
+    if not frames or frames[0].get("in_app"):
+        return
+    k = c.g.flow.statement_at(stmt[0])
+    if k is None:
+        return
+    for span, why, fn in built_objects(c.g, k):
+        yield from c.add("ctx", span, why, by, fn)

@@ -134,10 +134,64 @@ function list() {
 update();
 </script>"""
 
+# A ball made with its geometry and material swapped: three.js throws later, while it renders
+# the scene the ball was added to. The flag set on the ball is not what broke it.
+SCENE = """<canvas id="c"></canvas><script src="https://cdn.example/three.js"></script><script>
+let scene, camera, renderer;
+const SIZE = 8;
+function build() {
+  const geometry = new THREE.SphereGeometry(1, SIZE, SIZE);
+  const material = new THREE.MeshBasicMaterial({color: 0xff0000});
+  const ball = new THREE.Mesh(material, geometry);
+  ball.visible = true;
+  scene.add(ball);
+}
+function init() {
+  scene = new THREE.Scene();
+  camera = new THREE.PerspectiveCamera(60, 1, 0.1, 100);
+  renderer = new THREE.WebGLRenderer({canvas: document.getElementById('c')});
+  build();
+}
+function animate() {
+  const label = 'frame';
+  renderer.render(scene, camera);
+}
+init();
+animate();
+</script>"""
+
+# A closure reads the palette its maker looked up under a key the table lacks.
+CLOSURE_LOOKUP = """<canvas id="c"></canvas><script>
+const SCHEMES = {warm: ['red', 'orange']};
+let scheme = 'warm';
+function drawAll() {
+  const palette = SCHEMES[scheme + 's'];
+  function cell(i) { return palette[i % palette.length]; }
+  cell(1);
+}
+drawAll();
+</script>"""
+
 
 def rows(Row) -> dict:
     """The rows, built with ``test_rule_intents.Row``."""
     return {
+        "a closure reads what its maker looked up under a missing key": Row(
+            CLOSURE_LOOKUP, "errors.undefined_lookup",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading "
+                       "'length')", _frames(CLOSURE_LOOKUP, "return palette[i % palette.length];",
+                                            "cell(1);", "drawAll();\n</script>")),
+            direct=("const palette = SCHEMES[scheme + 's'];",),
+            spared=("const SCHEMES = {warm: ['red', 'orange']};",)),
+        "what built the objects a library threw on while reading them": Row(
+            SCENE, "errors.library_inputs",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading "
+                       "'attributes')", [{"in_app": False, "offset": None},
+                                         *_frames(SCENE, "renderer.render(scene, camera);",
+                                                  "animate();\n</script>")]),
+            context=("const ball = new THREE.Mesh(material, geometry);",
+                     "const geometry = new THREE.SphereGeometry(1, SIZE, SIZE);"),
+            spared=("const label = 'frame';", "const SIZE = 8;")),
         "a property of state every write of which comes after a return": Row(
             CUT_SETUP, "smells.dead_writers",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",

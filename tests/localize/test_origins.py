@@ -6,7 +6,7 @@ from __future__ import annotations
 from evaluators.localize.graph import build_graph
 from evaluators.localize.spans import localize
 from tests.localize.diags import page_error, probe_failure, rules_of, span
-from tests.localize.rows_origins import AT_START, TWO_CALLS_DEEP, _frames
+from tests.localize.rows_origins import AT_START, SCENE, TWO_CALLS_DEEP, _frames
 
 
 def _blamed_by(loc, rule: str) -> list[dict]:
@@ -43,3 +43,26 @@ def test_a_check_right_after_load_counts_the_start_up_code_as_run():
                           coverage={"functions": [], "skipped": []})
     loc = localize(build_graph(AT_START), acted, "grounded")
     assert _blamed_by(loc, "smells.misspelled_property") == []
+
+
+def test_what_built_a_library_call_s_inputs_is_followed_through_constructions_first():
+    from evaluators.localize import spans_origins
+
+    def built(app: str) -> list[str]:
+        g = build_graph(app)
+        k = g.flow.statement_at(app.index("renderer.render(scene, camera);"))
+        return [app[s:e] for (s, e), _, _ in spans_origins.built_objects(g, k)]
+
+    texts = built(SCENE)
+    # Two hops from the call: the scene, the ball added to it, what the ball was made of.
+    assert "const ball = new THREE.Mesh(material, geometry);" in texts
+    assert "const geometry = new THREE.SphereGeometry(1, SIZE, SIZE);" in texts
+    # A local of `animate` the call does not read is not followed.
+    assert "const label = 'frame';" not in texts
+    # Flags set on the scene before the ball was added fill the budget only after the walk
+    # through what was handed: the ball's construction is still reached.
+    crowded = SCENE.replace("  scene.add(ball);", "".join(
+        f"  scene.userData.k{i} = {i};\n" for i in range(60)) + "  scene.add(ball);")
+    texts = built(crowded)
+    assert len(texts) == spans_origins.MAX_BUILT
+    assert "const ball = new THREE.Mesh(material, geometry);" in texts
