@@ -384,8 +384,9 @@ def _definite_bugs_step(c: _Case) -> Ops:
 
 
 def _load_bugs_step(c: _Case) -> Ops:
-    """An exception while the page loaded: the definite bugs (misspelled element properties)
-    in the code that runs at load and the functions on the exception's stack."""
+    """An exception while the page loaded: the definite bugs (misspelled element properties,
+    code cut off by a jump) in the code that runs at load and the functions on the
+    exception's stack."""
     if c.d.get("reason") != "uncaught_at_load":
         return
     ran = load_functions(c.g) | {
@@ -393,6 +394,7 @@ def _load_bugs_step(c: _Case) -> Ops:
         and isinstance(f.get("offset"), int)
         and (fn := c.g.enclosing_function(f["offset"])) is not None}
     yield from misspelled_properties(c, ran)
+    yield from unreachable_code(c, ran)
 
 
 def _context_step(c: _Case) -> Ops:

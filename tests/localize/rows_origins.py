@@ -197,10 +197,27 @@ function draw() {
 }
 </script>"""
 
+# Start-up returns before it sets the depth: the recursion never reaches its base case.
+CUT_START = """<script>
+let depth;
+function setup() { return;
+  depth = 4;
+}
+function grow(n) { if (n === 0) { return 0; } return 1 + grow(n - 1); }
+setup();
+console.log(grow(depth));
+</script>"""
+
 
 def rows(Row) -> dict:
     """The rows, built with ``test_rule_intents.Row``."""
     return {
+        "start-up code cut off by a return, and the load threw": Row(
+            CUT_START, "smells.unreachable_code",
+            page_error("uncaught RangeError: Maximum call stack size exceeded",
+                       _frames(CUT_START, "if (n === 0)", "grow(n - 1)", "grow(n - 1)",
+                               "console.log(grow(depth));")),
+            direct=("return;",)),
         "a call the browser refused, handed its caller's arguments swapped": Row(
             SWAPPED_THROUGH, "errors.passed_to_failed_call",
             page_error("uncaught SyntaxError: Failed to execute 'querySelectorAll' on "
