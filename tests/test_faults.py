@@ -96,3 +96,20 @@ def test_a_split_scores_the_mutants_its_tasks_get_in_a_run_of_every_task():
                                                 if held_out(r["task_id"]) == (split == "held-out")}
         assert sorted(map(key, drawn)) == sorted(key(m) for m in every
                                                  if held_out(m["task_id"]) == (split == "held-out"))
+
+
+def test_a_mutant_drawn_by_several_seeds_counts_once_under_the_first():
+    """A response with one site of a kind gets that mutant from every seed: counted per seed it
+    would weigh as many times as there are seeds, and a later seed would not be fresh data."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.localization import BenchConfig, distinct, make_mutants
+
+    ext = extract_app(APP)
+    rec = {"task_id": "t", "model": "m", "response": APP, "status": "ok", "gate": None,
+           "rubrics": [{"verdict": "pass"}], "extraction": {"start": ext.start, "end": ext.end}}
+    drawn = make_mutants([rec], BenchConfig(faults="unseen", seeds=(3, 1, 2)))
+    once = distinct(drawn)
+    texts = [m["response"] for m in once]
+    assert len(texts) == len(set(texts)) < len(drawn)  # this app has kinds with one site
+    for m in once:
+        assert m["seed"] == min(d["seed"] for d in drawn if d["response"] == m["response"])
