@@ -283,8 +283,9 @@ def measure(rec: dict, task: Task, method: str, ranges: np.ndarray,
     hit = {r for d in counted for e in d["evidence"] for r in _rules_of(e)
            if e["set"] == "dir" and _overlap(fault, [tuple(e["span"])])}
     blamed = {r for d in counted for e in d["evidence"] for r in _rules_of(e) if e["set"] == "dir"}
+    context = {r for d in counted for e in d["evidence"] for r in _rules_of(e) if e["set"] == "ctx"}
     demoted = [e for d in counted for e in d["evidence"] if e.get("demoted_by")]
-    return {"rules_hit": hit, "rules_blamed": blamed,
+    return {"rules_hit": hit, "rules_blamed": blamed, "rules_context": context,
             "rules_demoted": {e["demoted_by"] for e in demoted},
             "rules_demoted_fault": {e["demoted_by"] for e in demoted
                                     if _overlap(fault, [tuple(e["span"])])},
@@ -328,9 +329,9 @@ def evaluate(mutants: list[dict], tasks: dict[str, Task], tok) -> list[list]:
 
 def rule_rows(mutants: list[dict], tasks: dict[str, Task], tok) -> list[list]:
     """Per rule (grounded): mutants where it blamed something directly, mutants where its
-    direct blame overlaps the fault, mutants where it demoted blame to the context, and where
-    what it demoted held the fault; and ALL's hit@dir, hit@dir+ctx and w-ratio with the rule
-    switched off (ablation; the base row first)."""
+    direct blame overlaps the fault, mutants where it blamed context, mutants where it demoted
+    blame to the context, and where what it demoted held the fault; and ALL's hit@dir,
+    hit@dir+ctx and w-ratio with the rule switched off (ablation; the base row first)."""
     ranges = [token_char_ranges(rec["response"], tok) for rec in mutants]
 
     def run_all(rules: LocalizeConfig) -> list[dict]:
@@ -344,11 +345,13 @@ def rule_rows(mutants: list[dict], tasks: dict[str, Task], tok) -> list[list]:
                 f"{statistics.fmean(m['ratio'] for m in ms) if ms else 0:.2f}x"]
 
     base = run_all(LocalizeConfig())
-    rows = [["(all rules on)", "", "", "", "", *summary(base)]]
-    used = sorted({r for m in base for r in m["rules_blamed"] | m["rules_demoted"]} - {""})
+    rows = [["(all rules on)", "", "", "", "", "", *summary(base)]]
+    used = sorted({r for m in base for r in m["rules_blamed"] | m["rules_demoted"]
+                   | m["rules_context"]} - {""})
     for rule_id in used:
         counts = [sum(rule_id in m[k] for m in base) for k in
-                  ("rules_blamed", "rules_hit", "rules_demoted", "rules_demoted_fault")]
+                  ("rules_blamed", "rules_hit", "rules_context", "rules_demoted",
+                   "rules_demoted_fault")]
         rows.append([rule_id, *counts, *summary(run_all(LocalizeConfig({rule_id})))])
     return rows
 
@@ -464,10 +467,11 @@ def run(cfg: BenchConfig) -> None:
                                                   by_kind.items()))
     if cfg.rules:
         print("\nPer rule (grounded, ALL): mutants it blamed directly, mutants whose fault its "
-              "direct blame overlaps, mutants where it demoted blame (and the fault with it), "
-              "and the figures with it switched off\n")
-        print(table(["rule", "blamed", "hits", "demoted", "demoted fault", "hit@dir off",
-                     "hit@dir+ctx off", "w-ratio off"], rule_rows(kept, tasks, tok)))
+              "direct blame overlaps, mutants where it blamed context, mutants where it demoted "
+              "blame (and the fault with it), and the figures with it switched off\n")
+        print(table(["rule", "blamed", "hits", "context", "demoted", "demoted fault",
+                     "hit@dir off", "hit@dir+ctx off", "w-ratio off"],
+                    rule_rows(kept, tasks, tok)))
     if cfg.rank_grid:
         print("\nThe scored combiner (ranked) per setting; * = chosen on dev (its held-out "
               "figures are the ones to quote)\n")

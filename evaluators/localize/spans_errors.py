@@ -30,9 +30,7 @@ from evaluators.localize.spans_common import (
 from evaluators.localize.spans_calls import (
     _library_arguments, _rejected_call,
 )
-from evaluators.localize.spans_origins import (
-    gives_nothing, library_inputs, passed_to_failed_call, passed_values,
-)
+from evaluators.localize.spans_origins import gives_nothing, library_inputs, passed_values
 from evaluators.localize.spans_smells import dead_writers
 from evaluators.localize.spans_unset import _unset_state, unset_state_at
 
@@ -448,7 +446,6 @@ def _page_error_stack(c: _Case) -> Ops:
     yield from _unset_state(c, head, [f["offset"] for f in frames], "stack")
     yield from _library_arguments(c, head, "stack")
     yield from library_inputs(c, head, "stack")
-    yield from passed_to_failed_call(c, head, frames, "stack")
     yield from _rejected_call(c, top, "stack")
     yield from _named_in_message(c, "stack")
 

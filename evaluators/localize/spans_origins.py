@@ -21,7 +21,7 @@ import re
 
 from evaluators.localize.rules import rule
 from evaluators.localize.spans_calls import _arguments
-from evaluators.localize.spans_common import Ops, _Case, exception_of, lexical_scope
+from evaluators.localize.spans_common import Ops, _Case, lexical_scope
 
 Span = tuple[int, int]
 # How many hops a value is followed back, and how many statements end its paths, at most:
@@ -250,33 +250,3 @@ def library_inputs(c: _Case, stmt: Span, by: str) -> Ops:
     for span, why, fn in built_objects(c.g, k):
         yield from c.add("ctx", span, why, by, fn)
 
-
-@rule("errors.passed_to_failed_call")
-def passed_to_failed_call(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
-    """A call that failed outside the app's code (thrown inside a library, or refused by a
-    web API) at statement ``stmt``, handed values that are parameters of its function: they
-    came from the caller (``frames``: the in-app stack, top first). Down the stack, the first
-    call that passes something other than its own parameters made the values and is blamed
-    directly (a swapped pair, or the wrong variable, in its arguments); the calls that only
-    passed their parameters on stay the stack rule's context."""
-    raw = c.d.get("frames") or ()
-    if not raw or not (raw[0].get("in_app") is False or exception_of(c.d).get("rejected_call")):
-        return
-    g = c.g
-    names = set(re.findall(_NAME, g.text[stmt[0]:stmt[1]]))
-    fn = g.enclosing_function(frames[0]["offset"])
-    for depth in range(1, len(frames)):
-        params = [p for p in (fn.params if fn is not None else ()) if p in names]
-        passed = [x for x in (_passed_argument(c, frames[depth]["offset"], fn, fn.params.index(p))
-                              for p in params) if x]
-        if not passed:
-            return
-        k = passed[0][0]
-        caller = g.flow.statements[k].function
-        own = g.functions[caller].params if caller is not None else ()
-        exprs = [expr.strip() for _, expr in passed]
-        if not all(e in own for e in exprs):
-            yield from c.add("dir", g.flow.statements[k].head, f"passes {', '.join(exprs)} as "
-                             f"{', '.join(params)} on to the call that failed", by, caller)
-            return
-        names, fn = set(exprs), g.functions[caller]

@@ -172,31 +172,6 @@ function drawAll() {
 drawAll();
 </script>"""
 
-# `update` hands `mark` its arguments swapped (through `relay`, which passes its own on): the
-# browser refuses the selector `mark` builds from a number.
-SWAPPED_THROUGH = """<div id="out"><span></span></div><script>
-function mark(selector, value) {
-  document.querySelectorAll(`#${selector} span`).forEach((s) => { s.textContent = value; });
-}
-function relay(selector, value) { mark(selector, value); }
-function update() {
-  const value = 2.5;
-  relay(value, 'out');
-}
-update();
-</script>"""
-
-# A library threw on a number where a vector belongs; `foot` handed it its parameter.
-LIBRARY_PARAMETER = """<script src="https://cdn.example/p5.js"></script><script>
-let A, B, height = 3;
-function foot(p, v1, v2) { return p5.Vector.dist(v1, v2); }
-function draw() {
-  A = createVector(0, 0);
-  B = createVector(1, 1);
-  const f = foot(A, height, B);
-}
-</script>"""
-
 # Start-up returns before it sets the depth: the recursion never reaches its base case.
 CUT_START = """<script>
 let depth;
@@ -218,22 +193,6 @@ def rows(Row) -> dict:
                        _frames(CUT_START, "if (n === 0)", "grow(n - 1)", "grow(n - 1)",
                                "console.log(grow(depth));")),
             direct=("return;",)),
-        "a call the browser refused, handed its caller's arguments swapped": Row(
-            SWAPPED_THROUGH, "errors.passed_to_failed_call",
-            page_error("uncaught SyntaxError: Failed to execute 'querySelectorAll' on "
-                       "'Document': '#2.5 span' is not a valid selector.",
-                       _frames(SWAPPED_THROUGH, "document.querySelectorAll",
-                               "mark(selector, value); }", "relay(value, 'out');",
-                               "update();\n</script>")),
-            direct=("relay(value, 'out');",),
-            spared=("const value = 2.5;", "update();\n</script>", "mark(selector, value);")),
-        "a library threw on a value its caller passed as a parameter": Row(
-            LIBRARY_PARAMETER, "errors.passed_to_failed_call",
-            page_error("uncaught TypeError: v1.dist is not a function",
-                       [{"in_app": False, "offset": None},
-                        *_frames(LIBRARY_PARAMETER, "p5.Vector.dist(v1, v2)",
-                                 "foot(A, height, B);")]),
-            direct=("const f = foot(A, height, B);",), spared=("B = createVector(1, 1);",)),
         "a closure reads what its maker looked up under a missing key": Row(
             CLOSURE_LOOKUP, "errors.undefined_lookup",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading "
