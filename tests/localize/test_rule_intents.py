@@ -837,10 +837,11 @@ ROWS = {
     "a return before the statement that makes the callback holding the binding": Row(
         AROUND_CUT, "probe.binding_cut_short", FILLED_UNHANDLED,
         direct=("return;",), context=("if (!document.body.dataset.ready)",)),
+    # Thrown in a step, not at load: at load `smells.unreachable_code` blames the jump too.
     "a null read of state whose only write can never run": Row(
         DEAD_WRITER, "smells.dead_writers",
         page_error("uncaught TypeError: Cannot read properties of undefined (reading 'clear')",
-                   _frames(DEAD_WRITER, "group.clear();", "draw();")),
+                   _frames(DEAD_WRITER, "group.clear();", "draw();"), reason="uncaught_in_step"),
         direct=("return;",)),
     "a destructuring of what a call returned, which was nothing": Row(
         DESTRUCTURED, "errors.returned_nothing",
