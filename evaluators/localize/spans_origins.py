@@ -249,4 +249,3 @@ def library_inputs(c: _Case, stmt: Span, by: str) -> Ops:
         return
     for span, why, fn in built_objects(c.g, k):
         yield from c.add("ctx", span, why, by, fn)
-
