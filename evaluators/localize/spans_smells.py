@@ -22,7 +22,7 @@ from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import DomQuery, Span
 from evaluators.localize.spans_common import (
-    _Case, _describe, _fn_at, _write_keys, _writes, Ops, exception_of,
+    _Case, _describe, _fn_at, _write_keys, _writes, Ops, exception_of, lexical_scope,
 )
 
 # Elements with a ``value`` property, and those with ``checked``.
@@ -179,12 +179,8 @@ def _on_element(g: CodeGraph, holders, obj: tuple[int, int], fn: int | None) -> 
     text = g.text[obj[0]:obj[1]]
     if any(q.span == obj and q.exact for q in g.dom_queries):
         return True
-    where = holders.get(text, ())
-    while fn is not None:  # the lookup's function or one around it: a closure sees it
-        if fn in where:
-            return True
-        fn = g.functions[fn].parent
-    return None in where
+    # Held in the lookup's function, one around it (a closure sees it) or at the top level.
+    return bool(lexical_scope(g, fn) & set(holders.get(text, ())))
 
 
 @rule("smells.misspelled_property")
