@@ -125,7 +125,7 @@ class _Case:
         stmt = self.g.enclosing_statement(near) if near is not None else None
         if stmt is None or not fn.span[0] <= stmt[0] < fn.span[1]:
             return
-        around = [stmt]
+        around = [stmt, *self._heads_over(stmt, index)]
         for after in (False, True):
             at = stmt
             for _ in range(self.cfg.around):
@@ -135,6 +135,19 @@ class _Case:
                 around.append(at)
         for span in around:
             yield from self.add("ctx", span, why + " (the statements around)", by, index)
+
+    def _heads_over(self, stmt: Span, index: int) -> list[Span]:
+        """The heads of the loops and branches of function ``index`` around ``stmt``, inner
+        first (``for (let i = 0; i <= n; i++)``, ``if (x)``): they decide whether and with
+        which values it runs, and a neighbour of its first statement is a head's clause."""
+        flow = self.g.flow
+        k = flow.statement_at(stmt[0], index)
+        out: list[Span] = []
+        while k is not None and len(out) < self.cfg.around:
+            k = flow.statements[k].parent
+            if k is not None and flow.statements[k].head != flow.statements[k].span:
+                out.append(flow.statements[k].head)
+        return out
 
     def statement(self, which: str, span: Span, why: str, fn: int | None,
                   by: str = "graph") -> Ops:

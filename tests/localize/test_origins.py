@@ -4,6 +4,7 @@ and how a check right after load counts the start-up code as run."""
 from __future__ import annotations
 
 from evaluators.localize.graph import build_graph
+from evaluators.localize.rules import LocalizeConfig
 from evaluators.localize.spans import localize
 from tests.localize.diags import page_error, probe_failure, rules_of, span
 from tests.localize.rows_origins import AT_START, SCENE, TWO_CALLS_DEEP, _frames
@@ -66,3 +67,33 @@ def test_what_built_a_library_call_s_inputs_is_followed_through_constructions_fi
     texts = built(crowded)
     assert len(texts) == spans_origins.MAX_BUILT
     assert "const ball = new THREE.Mesh(material, geometry);" in texts
+
+
+# The loop runs its index one past the end of the list it indexes.
+LOOP_PAST_END = """<canvas id="c"></canvas><script>
+const corners = [{x: 0}, {x: 1}, {x: 2}];
+function edges() {
+  const label = 'edges';
+  for (let e = 0; e <= corners.length; e++) {
+    const a = corners[e], b = corners[(e + 1) % corners.length];
+    console.log(label, a.x + b.x);
+  }
+}
+edges();
+</script>"""
+
+
+def test_a_long_function_keeps_the_heads_of_the_loops_around_the_failure_as_context():
+    # Cut to its head and the statements around the failing one, the function still keeps
+    # what decides how that statement runs: the loop that made the key of the lookup.
+    error = page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
+                       _frames(LOOP_PAST_END, "console.log(label, a.x + b.x);", "edges();\n<"))
+    loc = localize(build_graph(LOOP_PAST_END), error, "grounded",
+                   cfg=LocalizeConfig(long_context=10, around=1))
+    head = span("for (let e = 0; e <= corners.length; e++)", LOOP_PAST_END)
+    assert any(s <= head[0] and head[1] <= e for s, e in loc.s_ctx + loc.s_dir)
+    assert any(tuple(e["span"]) == head and e["set"] == "ctx"
+               for e in _blamed_by(loc, "errors.page_error_stack"))
+    # Only the head: the loop's whole body is not context for it.
+    body = span("const a = corners[e]", LOOP_PAST_END)
+    assert not any(s <= body[0] and e >= head[1] + 40 for s, e in loc.s_ctx)
