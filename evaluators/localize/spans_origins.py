@@ -249,3 +249,43 @@ def library_inputs(c: _Case, stmt: Span, by: str) -> Ops:
         return
     for span, why, fn in built_objects(c.g, k):
         yield from c.add("ctx", span, why, by, fn)
+
+
+def render_calls(g, holders) -> list[int]:
+    """Flow statements that hand one of the elements ``holders`` to a call as an argument:
+    by its id or class (``Plotly.react('plot', ...)``, ``d3.select('#plot')``) or through a
+    variable a lookup of it set (``new Chart(canvas, ...)``). The lookups themselves are left
+    out: they find the container, they do not draw in it."""
+    queries = [q for q in g.dom_queries if set(q.elements) & set(holders)]
+    names = {n for x in holders for n in (g.elements[x].id, *g.elements[x].classes) if n}
+    found = [re.compile(r"[(,]\s*(['\"`])[#.]?" + re.escape(n) + r"\1") for n in sorted(names)]
+    found += [re.compile(r"[(,]\s*" + re.escape(v) + r"\s*[,)]")
+              for v in sorted({q.variable for q in queries if q.variable})]
+    out: list[int] = []
+    for s in g.scripts:
+        for pattern in found:
+            for m in pattern.finditer(g.text, s.span[0], s.span[1]):
+                if any(a <= m.start() < b for a, b in (q.span for q in queries)):
+                    continue
+                k = g.flow.statement_at(m.start())
+                if k is not None and k not in out:
+                    out.append(k)
+    return sorted(out)
+
+
+@rule("probe.library_render")
+def library_render(c: _Case, holders, what: str) -> Ops:
+    """A failed check of X that a library draws (no element of the HTML, no write of the
+    app's): the calls that hand the containers X's locator names to a library (the library
+    made X there), directly, and the backward slice of each call (``Flow.slice``: what built
+    the values it was handed, through the app's functions and the loops and branches they ran
+    in) as context, ``MAX_BUILT`` statements at most."""
+    flow = c.g.flow
+    for k in render_calls(c.g, holders):
+        yield from c.statement("dir", flow.statements[k].span, f"hands the container of {what} "
+                               "to the library that draws it", flow.statements[k].function)
+        sliced = flow.slice({k: "the call"}, lambda fn: True, limit=MAX_BUILT + 1)
+        for j, why in sliced.items():
+            for span in flow.blame(j) if j != k else ():
+                yield from c.add("ctx", span, f"{why}: the data drawn as {what}", "graph",
+                                 flow.statements[j].function)

@@ -27,6 +27,7 @@ from evaluators.localize.spans_common import (
 from evaluators.localize.spans_errors import _loops
 from evaluators.localize.spans_flow import load_functions, narrow_to_slice
 from evaluators.localize.spans_forward import follow_actor_value
+from evaluators.localize.spans_origins import library_render
 from evaluators.localize.spans_smells import (
     blame_definite_bugs, dead_element_writes, loop_never_runs, misspelled_properties,
     unreachable_code,
@@ -198,6 +199,8 @@ def _failed_check(c: _Case, f: _Failure) -> Ops:
     yield from _element_html(c, f, bool(writes))
     direct = f.check != "action" and (f.check not in _STYLE_CHECKS or not writes)
     yield from _actor_handlers(c, f, "dir" if direct else "ctx")
+    if not f.targets and not c.has("dir"):  # X is made by script: a library may draw it
+        yield from library_render(c, _holders(c.g, f), what)
 
 
 def _js_mentions(g: CodeGraph, name: str, limit: int = 8) -> list[Span]:
@@ -282,11 +285,9 @@ def _missing_container(c: _Case, f: _Failure, what: str) -> Ops:
     """The containers a missing element's locator names: their HTML and lookups as context,
     and, when nothing else was blamed, the code that renders into them."""
     found = c.has("dir")
-    for e in c.g.elements:
-        if e.id in f.outer_names or set(e.classes) & set(f.outer_names):
-            yield from c.add(
-                "ctx", e.start_tag, f"container {_describe(c.g, [e.index])} of the missing "
-                f"{what}")
+    for x in _holders(c.g, f):
+        yield from c.add("ctx", c.g.elements[x].start_tag, f"container "
+                         f"{_describe(c.g, [x])} of the missing {what}")
     for q in c.g.dom_queries:
         arg = (q.argument or "").lstrip("#.")
         if not arg or arg not in f.outer_names:
@@ -298,6 +299,14 @@ def _missing_container(c: _Case, f: _Failure, what: str) -> Ops:
             if c.g.enclosing_statement(s[0]) != own:
                 yield from c.statement("dir", s, f"renders into {arg}, where {what} should appear",
                                        _fn_at(c.g, s[0]))
+    if not found:
+        yield from library_render(c, _holders(c.g, f), what)
+
+
+def _holders(g: CodeGraph, f: _Failure) -> list[int]:
+    """The elements of the HTML that X's locator names as its containers."""
+    return [e.index for e in g.elements
+            if e.id in f.outer_names or set(e.classes) & set(f.outer_names)]
 
 
 @rule("probe.context")

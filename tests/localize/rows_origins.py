@@ -172,6 +172,30 @@ function drawAll() {
 drawAll();
 </script>"""
 
+# A plotting library draws into #plot from data a model computed; the model's loop stops
+# after one step, so the line has a single point and is drawn hidden.
+PLOTTED = """<div id="plot"></div><span id="note">model</span>
+<script>
+const steps = 10;
+function model(n) {
+  const ys = [];
+  for (let t = 0; t <= 0; t++) { ys.push(t * t); }
+  return ys;
+}
+function draw() {
+  const ys = model(steps);
+  const trace = {y: ys, mode: 'lines'};
+  document.getElementById('note').textContent = 'drawn';
+  Plotly.react('plot', [trace], {title: 'model'});
+}
+document.addEventListener('DOMContentLoaded', draw);
+</script>"""
+
+# The same, handed to the library through a lookup of the container.
+PLOTTED_BY_ELEMENT = PLOTTED.replace(
+    "Plotly.react('plot', [trace], {title: 'model'});",
+    "const box = document.getElementById('plot');\n  Plotly.newPlot(box, [trace]);")
+
 # Start-up returns before it sets the depth: the recursion never reaches its base case.
 CUT_START = """<script>
 let depth;
@@ -200,6 +224,22 @@ def rows(Row) -> dict:
                                             "cell(1);", "drawAll();\n</script>")),
             direct=("const palette = SCHEMES[scheme + 's'];",),
             spared=("const SCHEMES = {warm: ['red', 'orange']};",)),
+        "a library drew what the check read into a container the app handed it": Row(
+            PLOTTED, "probe.library_render",
+            probe_failure({"expect": "visible", "locator": {"css": "#plot .trace path",
+                                                           "nth": "first"}}, None,
+                          coverage={"functions": [], "skipped": []}),
+            direct=("Plotly.react('plot', [trace], {title: 'model'});",),
+            context=("for (let t = 0; t <= 0; t++)", "const trace = {y: ys, mode: 'lines'};"),
+            spared=("document.getElementById('note').textContent = 'drawn';",)),
+        "a library drew into a container handed to it by a lookup": Row(
+            PLOTTED_BY_ELEMENT, "probe.library_render",
+            probe_failure({"expect": "visible", "locator": {"css": "#plot .trace path",
+                                                           "nth": "first"}}, None,
+                          coverage={"functions": [], "skipped": []}),
+            direct=("Plotly.newPlot(box, [trace]);",),
+            context=("for (let t = 0; t <= 0; t++)",),
+            spared=("document.getElementById('note').textContent = 'drawn';",)),
         "what built the objects a library threw on while reading them": Row(
             SCENE, "errors.library_inputs",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading "
