@@ -29,8 +29,8 @@ from evaluators.localize.spans_flow import load_functions, narrow_to_slice
 from evaluators.localize.spans_forward import follow_actor_value
 from evaluators.localize.spans_origins import library_render
 from evaluators.localize.spans_smells import (
-    blame_definite_bugs, dead_element_writes, loop_never_runs, misspelled_properties,
-    unreachable_code,
+    blame_definite_bugs, dead_element_writes, loop_never_runs, misplaced_element_ids,
+    misspelled_properties, unreachable_code,
 )
 from evaluators.localize.spans_wiring import (
     _dangling_queries, _expected_written_elsewhere, _loop_head, _misdirected_queries,
@@ -389,21 +389,22 @@ def _definite_bugs_step(c: _Case) -> Ops:
     yield from misspelled_properties(c, ran)
     yield from unreachable_code(c, ran)
     yield from loop_never_runs(c, ran)
+    yield from misplaced_element_ids(c, ran)
     yield from dead_element_writes(c)
 
 
 def _load_bugs_step(c: _Case) -> Ops:
-    """An exception while the page loaded: the definite bugs (misspelled element properties,
-    code cut off by a jump) in the code that runs at load and the functions on the
-    exception's stack."""
-    if c.d.get("reason") != "uncaught_at_load":
-        return
-    ran = load_functions(c.g) | {
-        fn.index for f in c.d.get("frames") or () if f.get("in_app")
-        and isinstance(f.get("offset"), int)
-        and (fn := c.g.enclosing_function(f["offset"])) is not None}
-    yield from misspelled_properties(c, ran)
-    yield from unreachable_code(c, ran)
+    """An exception: the definite bugs of the functions on its stack (a call that handed an
+    element's id to the wrong parameter); while the page loaded, also of the code that runs
+    at load, and misspelled element properties and code cut off by a jump there."""
+    ran = {fn.index for f in c.d.get("frames") or () if f.get("in_app")
+           and isinstance(f.get("offset"), int)
+           and (fn := c.g.enclosing_function(f["offset"])) is not None}
+    if c.d.get("reason") == "uncaught_at_load":
+        ran |= load_functions(c.g)
+        yield from misspelled_properties(c, ran)
+        yield from unreachable_code(c, ran)
+    yield from misplaced_element_ids(c, ran)
 
 
 def _context_step(c: _Case) -> Ops:
