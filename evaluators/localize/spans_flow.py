@@ -14,6 +14,8 @@ the value the probe read then, though one may have run at load and left state be
 
 from __future__ import annotations
 
+import re
+
 from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.spans_common import (
@@ -31,18 +33,33 @@ _STALE = ("; it ran at load, and the action's handler, which ran, did not run it
 
 def load_functions(g: CodeGraph) -> set[int]:
     """Functions that can run while the page loads: those top-level code calls, load
-    handlers, p5's ``setup`` and ``preload``, and the functions they call."""
+    handlers, p5's ``setup`` and ``preload``, and the functions they call or hand to an array
+    method (``steps.forEach((s) => ...)`` runs its callback on the spot)."""
     found = {t for call in g.calls if call.caller is None and call.kind != "reference"
              for t in call.targets}
     found |= {b.handler for b in g.event_bindings if b.handler is not None
               and b.global_target and (b.event or "").lower() in _LOAD_EVENTS}
     found |= {f.index for f in g.functions if f.parent is None and f.name in _P5_START}
+    found |= _sync_callbacks(g, {None})
     frontier = set(found)
     while frontier:
-        frontier = {t for fi in frontier for call in g.calls_from(fi)
-                    if call.kind != "reference" for t in call.targets} - found
+        frontier = ({t for fi in frontier for call in g.calls_from(fi)
+                     if call.kind != "reference" for t in call.targets}
+                    | _sync_callbacks(g, frontier)) - found
         found |= frontier
     return found
+
+
+_SYNC_CALLBACK = re.compile(r"\.\s*(?:forEach|map|filter|reduce|reduceRight|some|every|find|"
+                            r"findIndex|findLast|flatMap|sort)\s*\(\s*$")
+
+
+def _sync_callbacks(g: CodeGraph, parents: set[int | None]) -> set[int]:
+    """The functions written inline as the callback of an array method in ``parents`` (None:
+    the top level): they run when the method is called."""
+    return {f.index for f in g.functions if f.kind in ("arrow", "expression")
+            and f.parent in parents
+            and _SYNC_CALLBACK.search(g.text, max(0, f.span[0] - 80), f.span[0])}
 
 
 def _call_path(g: CodeGraph, functions: set[int], ran: set[int], depth: int = 3) -> dict:

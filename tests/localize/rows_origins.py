@@ -105,12 +105,14 @@ const sketch = (p) => {
 new p5(sketch);
 </script>"""
 
-# The items are drawn by a callback that returns before it appends anything.
+# The items are drawn by a callback, run later by a timer, that returns before it appends
+# anything.
 CUT_CALLBACK = """<div id="steps"></div><script>
 const stepsEl = document.getElementById('steps');
+function later(items, fn) { items.forEach((item) => setTimeout(() => fn(item), 0)); }
 function show(steps) {
   stepsEl.innerHTML = '';
-  steps.forEach((step) => { return;
+  later(steps, (step) => { return;
     const p = document.createElement('p');
     p.textContent = step;
     stepsEl.appendChild(p);
@@ -216,6 +218,35 @@ refresh();
 </script>"""
 SWAPPED_ID_AT_LOAD = SWAPPED_ID.replace("j: 'one'", "j: '1'")
 
+# The mode is read from the second slider, a copy of the line above left unchanged; the
+# output is written in a `forEach` callback, which runs at load with `update`.
+COPIED_READ = """<input id="a" type="range" value="2"><input id="b" type="range" value="3">
+<select id="mode"><option value="sum">sum</option><option value="product">product</option>
+</select><div id="out"></div>
+<script>
+const first = document.getElementById('a');
+const second = document.getElementById('b');
+const mode = document.getElementById('mode');
+function update() {
+  const x = parseFloat(first.value);
+  const y = parseFloat(second.value);
+  const how = second.value;
+  const lines = [];
+  if (how === 'sum') {
+    lines.push('sum: ' + (x + y));
+  } else {
+    lines.push('product: ' + x * y);
+  }
+  const out = document.getElementById('out');
+  lines.forEach((line) => {
+    const p = document.createElement('p');
+    p.textContent = line;
+    out.appendChild(p);
+  });
+}
+update();
+</script>"""
+
 # Start-up returns before it sets the depth: the recursion never reaches its base case.
 CUT_START = """<script>
 let depth;
@@ -260,11 +291,6 @@ def rows(Row) -> dict:
             direct=("Plotly.newPlot(box, [trace]);",),
             context=("for (let t = 0; t <= 0; t++)",),
             spared=("document.getElementById('note').textContent = 'drawn';",)),
-        "an element's id handed to a parameter the function does not look up": Row(
-            SWAPPED_ID, "smells.misplaced_element_id",
-            probe_failure({"expect": "class", "locator": "#j-list button[value='1']",
-                           "value": "on"}, None, coverage={"functions": [], "skipped": []}),
-            direct=("(state.j, 'j-list')",), spared=("mark('m-list', state.m);",)),
         "the call on an exception's stack that swapped an element's id with a value": Row(
             SWAPPED_ID_AT_LOAD, "smells.misplaced_element_id",
             page_error("uncaught SyntaxError: Failed to execute 'querySelectorAll' on "
@@ -272,6 +298,12 @@ def rows(Row) -> dict:
                        _frames(SWAPPED_ID_AT_LOAD, "document.querySelectorAll",
                                "mark(state.j, 'j-list');", "refresh();\n<")),
             direct=("(state.j, 'j-list')",), spared=("mark('m-list', state.m);",)),
+        "a check right after load follows the data into an array method's callback": Row(
+            COPIED_READ, "flow.narrow_to_slice",
+            probe_failure({"expect": "contains_text", "locator": "#out", "value": "sum"}, None,
+                          coverage={"functions": [], "skipped": []}),
+            direct=("const how = second.value;", "if (how === 'sum')",
+                    "lines.push('sum: ' + (x + y));")),
         "what built the objects a library threw on while reading them": Row(
             SCENE, "errors.library_inputs",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading "

@@ -115,6 +115,19 @@ def test_load_functions():
     assert "c" not in {g.functions[i].name for i in load_functions(build_graph(text))}
 
 
+def test_load_functions_hold_the_callbacks_array_methods_run_on_the_spot():
+    text = ("<script>\nfunction a(xs) { xs.forEach((x) => b(x)); xs.map(function m(x) "
+            "{ return x; }); }\nfunction b() {}\nfunction c() {}\n"
+            "function h() { setTimeout(() => c(), 5); }\n[1].filter((y) => y);\na([1]);\n"
+            "h();\n</script>")
+    g = build_graph(text)
+    loaded = load_functions(g)
+    names = {g.functions[i].name for i in loaded}
+    assert {"a", "b", "m", "h"} <= names and "c" not in names
+    kinds = sorted(g.functions[i].kind for i in loaded if not g.functions[i].name)
+    assert kinds == ["arrow", "arrow"]  # forEach's and the top-level filter's, not the timer's
+
+
 def probe(check: dict, action: dict, ran: list[str], g) -> dict:
     cover = [{"name": n, "start": f.span[0], "end": f.span[1], "count": 1}
              for n in ran for f in g.functions_named(n)]
