@@ -33,21 +33,32 @@ _STALE = ("; it ran at load, and the action's handler, which ran, did not run it
 
 def load_functions(g: CodeGraph) -> set[int]:
     """Functions that can run while the page loads: those top-level code calls, load
-    handlers, p5's ``setup`` and ``preload``, and the functions they call or hand to an array
-    method (``steps.forEach((s) => ...)`` runs its callback on the spot)."""
+    handlers, p5's ``setup`` and ``preload`` (of a sketch handed to ``new p5`` too), and the
+    functions they call or hand to an array method (``steps.forEach((s) => ...)`` runs its
+    callback on the spot)."""
     found = {t for call in g.calls if call.caller is None and call.kind != "reference"
              for t in call.targets}
     found |= {b.handler for b in g.event_bindings if b.handler is not None
               and b.global_target and (b.event or "").lower() in _LOAD_EVENTS}
     found |= {f.index for f in g.functions if f.parent is None and f.name in _P5_START}
-    found |= _sync_callbacks(g, {None})
+    found |= _sync_callbacks(g, {None}) | _p5_sketches(g)
     frontier = set(found)
     while frontier:
         frontier = ({t for fi in frontier for call in g.calls_from(fi)
                      if call.kind != "reference" for t in call.targets}
-                    | _sync_callbacks(g, frontier)) - found
+                    | _sync_callbacks(g, frontier)
+                    | {f.index for f in g.functions if f.parent in frontier
+                       and f.name in _P5_START}) - found  # instance mode's `p.setup = ...`
         found |= frontier
     return found
+
+
+def _p5_sketches(g: CodeGraph) -> set[int]:
+    """The sketch functions top-level code hands to ``new p5(...)``, which calls them."""
+    made = [c.span for c in g.calls if c.kind == "new" and c.callee == "p5" and c.caller is None]
+    inside = lambda at: any(a <= at < b for a, b in made)  # noqa: E731
+    return ({t for c in g.calls if c.kind == "reference" and inside(c.span[0]) for t in c.targets}
+            | {f.index for f in g.functions if f.parent is None and inside(f.span[0])})
 
 
 _SYNC_CALLBACK = re.compile(r"\.\s*(?:forEach|map|filter|reduce|reduceRight|some|every|find|"

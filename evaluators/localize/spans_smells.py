@@ -30,6 +30,9 @@ from evaluators.localize.spans_common import (
 _VALUED = frozenset(("input", "select", "textarea", "button", "option", "output", "meter",
                      "progress", "li", "data", "param"))
 _CHECKABLE = frozenset(("input",))
+# Elements whose ``value`` is their ``value`` attribute, '' without one (an <option>'s falls
+# back to its text, an <input>'s to what is typed).
+_ATTRIBUTE_VALUED = frozenset(("button", "data", "param"))
 _READ = re.compile(r"\s*(?:\?\.|\.)\s*(value|valueAsNumber|checked|selectedIndex)\b(?!\s*=[^=])")
 
 
@@ -39,6 +42,7 @@ def _bad_reads(g: CodeGraph, q: DomQuery) -> list[tuple[int, str]]:
     if not q.exact or len(q.elements) != 1:
         return []
     tag = g.elements[q.elements[0]].tag
+    empty = tag in _ATTRIBUTE_VALUED and _value_never_set(g, q.elements[0])
     sites = [q.span[1]]
     if q.variable and "." not in q.variable:
         fn = g.functions[q.function].span if q.function is not None else g.region
@@ -51,9 +55,17 @@ def _bad_reads(g: CodeGraph, q: DomQuery) -> list[tuple[int, str]]:
             continue
         prop = m.group(1)
         allowed = _CHECKABLE if prop == "checked" else _VALUED
-        if tag not in allowed:
+        if tag not in allowed or (empty and prop == "value"):
             out.append((at, prop))
     return out
+
+
+def _value_never_set(g: CodeGraph, x: int) -> bool:
+    """Whether element ``x`` has no ``value`` attribute in the HTML and no code sets one: its
+    ``.value`` is then always ''."""
+    return g.elements[x].attr("value") is None and not any(
+        x in w.elements or not w.elements for w in g.element_writes
+        if w.kind == "value" or (w.kind == "attribute" and w.detail.lower() == "value"))
 
 
 @rule("smells.blame_definite_bugs")
@@ -69,15 +81,20 @@ def blame_definite_bugs(c: _Case, ran: set[int] | None) -> Ops:
         if q.function is not None and q.function not in ran:
             continue
         for at, prop in _bad_reads(g, q):
+            reader = g.enclosing_function(at)  # a global lookup is read in other functions
+            fn = None if reader is None else reader.index
+            if fn is not None and fn not in ran:
+                continue
             what = _describe(g, list(q.elements))
-            yield from c.statement(
-                "dir", (at, at + 1), f"reads .{prop} of {what}, which has none (it is "
-                f"a <{g.elements[q.elements[0]].tag}>): the value is undefined",
-                q.function, "coverage")
+            tag = g.elements[q.elements[0]].tag
+            why = (f"reads .{prop} of {what}, a <{tag}> without a value attribute that no code "
+                   "sets: the value is always ''" if tag in _VALUED else
+                   f"reads .{prop} of {what}, which has none (it is a <{tag}>): the value is "
+                   "undefined")
+            yield from c.statement("dir", (at, at + 1), why, fn, "coverage")
             yield from c.statement("dir", q.span, f"looks up {what}, whose .{prop} the code reads",
                                    q.function, "coverage")
-            if q.function is not None:
-                hit_functions.add(q.function)
+            hit_functions |= {fn} - {None}
     yield from c.demote(lambda i: i.fn in hit_functions and i.span == g.functions[i.fn].span,
                         "; narrowed to the value read that cannot work")
 

@@ -313,7 +313,8 @@ def rows(Row) -> dict:
             context=("const ball = new THREE.Mesh(material, geometry);",
                      "const geometry = new THREE.SphereGeometry(1, SIZE, SIZE);"),
             spared=("const label = 'frame';", "const SIZE = 8;")),
-        # Thrown in a later frame's step: at load `smells.unreachable_code` blames it too.
+        # Thrown in a later frame's step (at load `smells.unreachable_code` blames the return
+        # too: `setup` runs at load).
         "a property of state every write of which comes after a return": Row(
             CUT_SETUP, "smells.dead_writers",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
@@ -323,7 +324,8 @@ def rows(Row) -> dict:
         "a sketch's variable every setting of which comes after a return": Row(
             CUT_SKETCH, "smells.dead_writers",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading "
-                       "'value')", _frames(CUT_SKETCH, "const n = parseInt(input.value, 10);")),
+                       "'value')", _frames(CUT_SKETCH, "const n = parseInt(input.value, 10);"),
+                       reason="uncaught_in_step"),
             direct=("return;",), spared=("p.circle(0, 0, n);",)),
         "the checked element's write placed after a return": Row(
             CUT_CALLBACK, "smells.dead_element_writes",

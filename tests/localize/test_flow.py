@@ -128,6 +128,16 @@ def test_load_functions_hold_the_callbacks_array_methods_run_on_the_spot():
     assert kinds == ["arrow", "arrow"]  # forEach's and the top-level filter's, not the timer's
 
 
+def test_load_functions_hold_an_instance_mode_sketch_s_setup():
+    text = ("<script>\nfunction fill() {}\nfunction step() {}\nconst sketch = (p) => {\n"
+            "  p.setup = function () { fill(); };\n  p.mousePressed = function () { step(); };\n"
+            "};\nnew p5(sketch);\nnew p5((q) => { q.preload = () => step(); });\n</script>")
+    g = build_graph(text)
+    names = {g.functions[i].qualname for i in load_functions(g)}
+    assert {"sketch", "p.setup", "fill", "q.preload", "step"} <= names
+    assert "p.mousePressed" not in names
+
+
 def probe(check: dict, action: dict, ran: list[str], g) -> dict:
     cover = [{"name": n, "start": f.span[0], "end": f.span[1], "count": 1}
              for n in ran for f in g.functions_named(n)]

@@ -262,6 +262,45 @@ def test_reading_the_value_of_an_element_without_one_is_blamed_and_narrows_its_f
                "is undefined" for e in loc.evidence)
 
 
+
+# The size is read from the sort button (no value attribute, none set: always ''), where the
+# size slider was meant; the other button's value is in its HTML.
+BUTTON_VALUE = """<input id="size" type="range" value="8"><button id="sort">sort</button>
+<button id="fast" value="2">fast</button><span id="out">0</span>
+<script>
+const size = document.getElementById('size');
+const sortBtn = document.getElementById('sort');
+const fastBtn = document.getElementById('fast');
+function onSort() {
+  const n = parseInt(sortBtn.value);
+  const speed = parseInt(fastBtn.value);
+  document.getElementById('out').textContent = n * speed;
+}
+sortBtn.addEventListener('click', onSort);
+</script>"""
+
+
+def test_the_value_of_a_button_without_a_value_attribute_is_a_definite_bug():
+    g = build_graph(BUTTON_VALUE)
+    diag = probe_failure({"expect": "text", "locator": "#out", "value": "16"},
+                         {"do": "click", "locator": "#sort"}, coverage=ran(g, "onSort"))
+    loc = localize(g, diag, "grounded")
+    smell = {tuple(e["span"]) for e in loc.evidence
+             if "smells.blame_definite_bugs" in (e["rule"], *e.get("also", ()))}
+    assert span("const n = parseInt(sortBtn.value);", BUTTON_VALUE) in smell
+    assert span("const sortBtn = document.getElementById('sort');", BUTTON_VALUE) in smell
+    assert not smell & {span("const speed = parseInt(fastBtn.value);", BUTTON_VALUE),
+                        span("const fastBtn = document.getElementById('fast');", BUTTON_VALUE)}
+    # Set by code, the button's value is not always '': nothing to blame.
+    set_by_code = BUTTON_VALUE.replace("function onSort() {",
+                                       "sortBtn.value = '4';\nfunction onSort() {")
+    g = build_graph(set_by_code)
+    loc = localize(g, probe_failure({"expect": "text", "locator": "#out", "value": "16"},
+                                    {"do": "click", "locator": "#sort"},
+                                    coverage=ran(g, "onSort")), "grounded")
+    assert not any("smells.blame_definite_bugs" in (e["rule"], *e.get("also", ()))
+                   for e in loc.evidence)
+
 CONTAINER = """<div id="alphabet"></div><p id="key"></p><input id="shift" type="range">
 <script>
 const box = document.getElementById('alphabet');
