@@ -389,11 +389,14 @@ def misplaced_element_ids(c: _Case, ran: set[int] | None) -> Ops:
         return
     g, text = c.g, c.g.text
     ids = {e.id for e in g.elements if e.id}
+    looked_up: dict[int, set[int]] = {}
     for call in g.calls:
         if call.kind != "call" or len(call.targets) != 1 or (
                 call.caller is not None and call.caller not in ran):
             continue
-        wanted = _lookup_params(g, call.targets[0])
+        t = call.targets[0]
+        wanted = looked_up[t] if t in looked_up else looked_up.setdefault(
+            t, _lookup_params(g, t))
         paren = text.find("(", call.span[0] + len(call.callee_text), call.span[1])
         if not wanted or paren < 0:
             continue
