@@ -88,7 +88,7 @@ def blame_definite_bugs(c: _Case, ran: set[int] | None) -> Ops:
             what = _describe(g, list(q.elements))
             tag = g.elements[q.elements[0]].tag
             why = (f"reads .{prop} of {what}, a <{tag}> without a value attribute that no code "
-                   "sets: the value is always ''" if tag in _VALUED else
+                   "sets: the value is always ''" if tag in _VALUED and prop == "value" else
                    f"reads .{prop} of {what}, which has none (it is a <{tag}>): the value is "
                    "undefined")
             yield from c.statement("dir", (at, at + 1), why, fn, "coverage")
@@ -395,8 +395,9 @@ def misplaced_element_ids(c: _Case, ran: set[int] | None) -> Ops:
                 call.caller is not None and call.caller not in ran):
             continue
         t = call.targets[0]
-        wanted = looked_up[t] if t in looked_up else looked_up.setdefault(
-            t, _lookup_params(g, t))
+        if t not in looked_up:
+            looked_up[t] = _lookup_params(g, t)
+        wanted = looked_up[t]
         paren = text.find("(", call.span[0] + len(call.callee_text), call.span[1])
         if not wanted or paren < 0:
             continue
