@@ -30,7 +30,7 @@ from evaluators.localize.spans_forward import follow_actor_value
 from evaluators.localize.spans_origins import library_render
 from evaluators.localize.spans_smells import (
     blame_definite_bugs, dead_element_writes, loop_never_runs, misplaced_element_ids,
-    misspelled_properties, unreachable_code,
+    misspelled_properties, undone_update, unreachable_code,
 )
 from evaluators.localize.spans_wiring import (
     _dangling_queries, _expected_written_elsewhere, _loop_head, _misdirected_queries,
@@ -390,6 +390,7 @@ def _definite_bugs_step(c: _Case) -> Ops:
     yield from unreachable_code(c, ran)
     yield from loop_never_runs(c, ran)
     yield from misplaced_element_ids(c, ran)
+    yield from undone_update(c, ran)
     yield from dead_element_writes(c)
 
 
@@ -405,6 +406,7 @@ def _load_bugs_step(c: _Case) -> Ops:
         yield from misspelled_properties(c, ran)
         yield from unreachable_code(c, ran)
     yield from misplaced_element_ids(c, ran)
+    yield from undone_update(c, ran)
 
 
 def _context_step(c: _Case) -> Ops:

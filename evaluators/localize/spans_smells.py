@@ -410,3 +410,55 @@ def misplaced_element_ids(c: _Case, ran: set[int] | None) -> Ops:
                              f"{g.functions[call.targets[0]].name or 'the function'} does not "
                              "look elements up by, and another value to one it does: the "
                              "arguments are in the wrong order", "graph", call.caller)
+
+
+# A constant or empty value written over a variable (`score = 0`, `points = []`).
+_RESET = re.compile(r"([A-Za-z_$][\w$]*)\s*=\s*(?:-?\d+(?:\.\d+)?|true|false|null|undefined|''|"
+                    r"\"\"|\[\s*\]|\{\s*\})\s*;?\s*$")
+
+
+def _updates(name: str) -> re.Pattern:
+    """A statement that changes variable ``name``: assigns it, steps it or fills it."""
+    n = re.escape(name)
+    return re.compile(rf"(?<![\w$.]){n}\s*(?:[-+*/%]?=(?!=)|\+\+|--|\.\s*(?:push|unshift|splice"
+                      rf"|set|add)\s*\()|(?:\+\+|--)\s*{n}(?![\w$])")
+
+
+def undone_updates(g: CodeGraph, fn: int) -> list[tuple[Span, list[Span]]]:
+    """Statements of function ``fn``'s own body that write a constant over a global its code
+    changed earlier, with nothing of the function reading or writing it afterwards: the
+    change is undone before anything outside sees it. Each with the changes it undoes."""
+    flow, out = g.flow, []
+    own = [st for st in flow.statements if st.function == fn]
+    for st in own:
+        m = _RESET.match(g.text, st.span[0], st.span[1]) if st.parent is None else None
+        var = [v for v in st.defs if m and g.variables[v].name == m.group(1)
+               and g.variables[v].is_global]
+        if not var or any(o.span[0] >= st.span[1] and var[0] in o.defs | o.uses for o in own):
+            continue
+        changes = _updates(m.group(1))
+        earlier = [o.span for o in own if o.span[1] <= st.span[0]
+                   and changes.search(g.text, o.span[0], o.span[1])]
+        if earlier:
+            out.append((st.span, earlier))
+    return out
+
+
+@rule("smells.undone_update")
+def undone_update(c: _Case, ran: set[int] | None) -> Ops:
+    """In a function that ran, a constant written over a global after the function changed
+    it, as its last touch of it (``score += 1; show(); score = 0;``): the reset is blamed
+    directly, the changes it undoes as context, and whole-function blame of that function
+    moves to the context."""
+    g, hit = c.g, set()
+    for fn in sorted(ran or ()):
+        for reset, changes in undone_updates(g, fn):
+            hit.add(fn)
+            name = g.text[reset[0]:reset[1]].split("=")[0].strip()
+            yield from c.add("dir", reset, f"resets {name} after its function changed it, "
+                             "undoing the change before any other code reads it", "graph", fn)
+            for span in changes[-2:]:
+                yield from c.add("ctx", span, f"the change of {name} that the reset undoes",
+                                 "graph", fn)
+    yield from c.demote(lambda i: i.fn in hit and i.span == g.functions[i.fn].span,
+                        "; narrowed to the reset that undoes its change")

@@ -256,3 +256,89 @@ def test_writes_in_callbacks_carry_their_schedulers_and_canvas_draws_are_writes(
     loc = {d["rubric_id"]: d for d in out["diagnostics"] if d["kind"] == "probe_failure"}
     i = LATER.index("c.fillRect(0, 0, 4, 4);")
     assert _holds(loc["painted"]["s_dir"], (i, i + len("c.fillRect(0, 0, 4, 4);")))
+
+
+# A clock drawn once at start-up whose repeat was never requested: the probe reads it twice
+# across a wait and finds it unchanged.
+CLOCK = """```html
+<div id="count">0</div>
+<script>
+let ticks = 0;
+function render() {
+  document.getElementById('count').textContent = String(ticks);
+}
+function update() {
+  ticks++;
+  render();
+}
+function init() {
+  update();
+  console.log('ready');
+}
+window.addEventListener('load', init);
+</script>
+```"""
+
+
+def test_a_value_left_unchanged_by_time_blames_where_its_update_ran_once():
+    task = parse_task({"id": "tests/clock", "prompt": "x", "rubrics": [
+        {"id": "ticks", "text": "x", "kind": "dynamic", "importance": "core", "probe": {
+            "timeout_ms": 2000, "steps": [
+                {"save": "a", "from": "#count", "read": "text"}, {"wait_ms": 400},
+                {"save": "b", "from": "#count", "read": "text"},
+                {"assert": "not_equal", "left": {"var": "a"}, "right": {"var": "b"}}]}}]})
+    cfg = EvalConfig()
+    cfg = dataclasses.replace(cfg, browser=dataclasses.replace(
+        cfg.browser, coverage=True, trace_writers=True))
+    (rec,) = asyncio.run(score_rows_async([{"task_id": task.id, "response": CLOCK}],
+                                          {task.id: task}, cfg))
+    assert [v["verdict"] for v in rec["rubrics"]] == ["fail"], rec["rubrics"]
+    out = localize_record(rec, task=task)
+    (loc,) = [d for d in out["diagnostics"] if d["kind"] == "probe_failure"]
+    i = CLOCK.index("console.log('ready');")
+    assert _holds(loc["s_dir"], (i, i + len("console.log('ready');")))
+    assert any(e["rule"] == "probe.unrepeated_update" for e in loc["evidence"])
+
+
+# The readout is written by code that nothing run at load reaches: the request that would
+# draw it first was left out of the start-up handler.
+UNSTARTED = """```html
+<div id="info">-</div><input id="n" type="range" min="1" max="9" value="3">
+<script>
+let n = 3;
+function drawAll() {
+  document.getElementById('info').textContent = 'n = ' + n;
+}
+function setupControls() {
+  document.getElementById('n').addEventListener('input', (e) => {
+    n = Number(e.target.value);
+    drawAll();
+  });
+}
+document.addEventListener('DOMContentLoaded', () => {
+  setupControls();
+  console.log('ready');
+});
+</script>
+```"""
+
+
+def test_a_readout_no_start_up_code_reaches_blames_the_start_up_code():
+    task = parse_task({"id": "tests/unstarted", "prompt": "x", "rubrics": [
+        {"id": "shown", "text": "x", "kind": "initial", "importance": "core", "probe": {
+            "timeout_ms": 1000, "steps": [
+                {"wait_ms": 300}, {"expect": "text", "locator": "#info", "value": "n = 3"}]}}]})
+    cfg = EvalConfig()
+    cfg = dataclasses.replace(cfg, browser=dataclasses.replace(
+        cfg.browser, coverage=True, trace_writers=True))
+    (rec,) = asyncio.run(score_rows_async([{"task_id": task.id, "response": UNSTARTED}],
+                                          {task.id: task}, cfg))
+    assert [v["verdict"] for v in rec["rubrics"]] == ["fail"], rec["rubrics"]
+    out = localize_record(rec, task=task)
+    (loc,) = [d for d in out["diagnostics"] if d["kind"] == "probe_failure"]
+    i = UNSTARTED.index("console.log('ready');")
+    assert _holds(loc["s_dir"], (i, i + len("console.log('ready');")))
+    assert any(e["rule"] == "probe.unstarted_writers" for e in loc["evidence"])
+    # The registration of the start-up handler is blamed by its head, not with its body.
+    head = UNSTARTED.index("document.addEventListener('DOMContentLoaded'")
+    assert not _holds(loc["s_dir"], (head, i))
