@@ -259,68 +259,6 @@ console.log(grow(depth));
 </script>"""
 
 
-# A value that should change as time passes, read twice across a wait with nothing done: the
-# update ran once at start-up (the page recorded its write) and nothing repeats it. The
-# repeat is requested right after the first run; the frame below is where.
-UNREPEATED = """<span id="ang">0</span><canvas id="cv"></canvas>
-<script>
-let angle = 0;
-function show() {
-  document.getElementById('ang').textContent = angle.toFixed(2);
-}
-function step() {
-  angle += 0.1;
-  show();
-}
-function start() {
-  step();
-  console.log('started');
-}
-start();
-</script>"""
-
-# The update repeats by requesting the next frame with the wrong callback: `show` runs once
-# from the frame `step` asked for, `step` is never asked again.
-WRONG_REPEAT = """<span id="ang">0</span>
-<script>
-let angle = 0;
-function show() {
-  document.getElementById('ang').textContent = angle.toFixed(2);
-}
-function step() {
-  angle += 0.1;
-  requestAnimationFrame(show);
-}
-step();
-</script>"""
-
-_READ_TWICE = {"steps": [{"save": "a", "from": "#ang", "read": "text"}, {"wait_ms": 500},
-                         {"save": "b", "from": "#ang", "read": "text"},
-                         {"assert": "not_equal", "left": {"var": "a"}, "right": {"var": "b"}}]}
-
-
-def _unchanged(app: str, *codes: str) -> dict:
-    step = _READ_TWICE["steps"][3]
-    return {"kind": "probe_failure", "reason": "wrong_value", "stage": "rubric",
-            "severity": "moderate", "rubric_id": "r", "message": "assert failed",
-            "step_index": 3, "step": step, "locator": None, "expected": None, "actual": "0.10",
-            "after_action": None,
-            "writers": [{"kind": "text", "where": "self", "frames": _frames(app, *codes)}]}
-
-
-# Code writes the element, but nothing that runs at load reaches it: the call that would
-# start it is missing from the start-up code.
-NEVER_STARTED = """<div id="info">-</div>
-<script>
-let count = 3;
-function render() { document.getElementById('info').textContent = 'count ' + count; }
-function init() {
-  count = 4;
-}
-console.log('loading');
-init();
-</script>"""
-
 # The points are filled, then emptied at the end of the same start-up function: the drawing
 # reads a point that is gone.
 UNDONE = """<script>
@@ -342,21 +280,6 @@ draw();
 def rows(Row) -> dict:
     """The rows, built with ``test_rule_intents.Row``."""
     return {
-        "an update that ran once and was not repeated while the probe waited": Row(
-            UNREPEATED, "probe.unrepeated_update",
-            _unchanged(UNREPEATED, "document.getElementById('ang')", "show();", "step();",
-                       "start();"),
-            direct=("console.log('started');",), spared=("angle += 0.1;",),
-            probe=_READ_TWICE),
-        "an update repeated by a request that hands over the wrong callback": Row(
-            WRONG_REPEAT, "probe.unrepeated_update",
-            _unchanged(WRONG_REPEAT, "document.getElementById('ang')",
-                       "requestAnimationFrame(show);"),
-            direct=("requestAnimationFrame(show);",), probe=_READ_TWICE),
-        "an element whose writers no start-up code reaches": Row(
-            NEVER_STARTED, "probe.unstarted_writers",
-            probe_failure({"expect": "text", "locator": "#info", "value": "count 4"}, None),
-            direct=("init();", "count = 4;"), spared=("let count = 3;",)),
         "a change undone at the end of the function that made it": Row(
             UNDONE, "smells.undone_update",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
