@@ -417,6 +417,9 @@ _RESET = re.compile(r"([A-Za-z_$][\w$]*)\s*=\s*(?:-?\d+(?:\.\d+)?|true|false|nul
                     r"\"\"|\[\s*\]|\{\s*\})\s*;?\s*$")
 
 
+_DECLARED = re.compile(r"(?:export\s+)?(?:async\s+)?(?:function|class)\b")
+
+
 def _updates(name: str) -> re.Pattern:
     """A statement that changes variable ``name``: assigns it, steps it or fills it."""
     n = re.escape(name)
@@ -426,8 +429,9 @@ def _updates(name: str) -> re.Pattern:
 
 def undone_updates(g: CodeGraph, fn: int) -> list[tuple[Span, list[Span]]]:
     """Statements of function ``fn``'s own body that write a constant over a global its code
-    changed earlier, with nothing of the function reading or writing it afterwards: the
-    change is undone before anything outside sees it. Each with the changes it undoes."""
+    changed earlier (other than by a constant), with nothing of the function reading or
+    writing it afterwards: the change is undone before anything outside sees it. Each with
+    the changes it undoes."""
     flow, out = g.flow, []
     own = [st for st in flow.statements if st.function == fn]
     for st in own:
@@ -437,8 +441,12 @@ def undone_updates(g: CodeGraph, fn: int) -> list[tuple[Span, list[Span]]]:
         if not var or any(o.span[0] >= st.span[1] and var[0] in o.defs | o.uses for o in own):
             continue
         changes = _updates(m.group(1))
+        # A change in code of its own: not a nested function's declaration, and not another
+        # constant (`running = false; ...; running = true` sets a flag, undoes nothing).
         earlier = [o.span for o in own if o.span[1] <= st.span[0]
-                   and changes.search(g.text, o.span[0], o.span[1])]
+                   and changes.search(g.text, o.span[0], o.span[1])
+                   and not _DECLARED.match(g.text, o.span[0])
+                   and not _RESET.match(g.text, o.span[0], o.span[1])]
         if earlier:
             out.append((st.span, earlier))
     return out
