@@ -10,7 +10,9 @@ a certain fault in it explains the failure better than the rest of its code.
 Two more such bugs are blamed the same way: an element property misspelled
 (``out.innerhtml = s`` adds a property nothing reads; ``input.values`` is undefined), and a
 ``return`` (``throw``, ``break``, ``continue``) followed in its block by code that can never
-run. Neither depends on how the app names things.
+run. Neither depends on how the app names things. Nor does a change undone where it was made:
+a function that changes a global and, as its last touch of it, writes a constant over it
+(``score += 1; show(); score = 0;``) leaves nothing of the change for other code to see.
 """
 
 from __future__ import annotations
