@@ -144,6 +144,7 @@ def _returned_nothing(c: _Case, stmt: Span, by: str) -> Ops:
         yield from gives_nothing(c, callee, "the failing statement reads", by)
 
 
+_SUBSCRIPT = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$.]*)\s*\[([^\[\]]+)\]")
 _LOOKUP = re.compile(r"=\s*[A-Za-z_$][\w$.]*\s*(?:\[[^\]]+\]|\.[A-Za-z_$][\w$]*)\s*;?\s*$")
 
 
@@ -162,6 +163,24 @@ def _undefined_lookup(c: _Case, stmt: Span, by: str) -> Ops:
             yield from c.add("dir", st.span, f"sets {names} from a lookup, which gives undefined "
                              "for a missing key; the failing statement reads a property of it",
                              by, st.function)
+            yield from _index_loop(c, st.span, by)
+
+
+@rule("errors.lookup_index_loop")
+def _index_loop(c: _Case, stmt: Span, by: str) -> Ops:
+    """The innermost loop around ``stmt`` whose head sets an index ``stmt`` subscripts with
+    (``v = pts[i]`` in ``for (let i = 0; i <= n; i++)``): an index past the end, or short of
+    it, is decided there."""
+    g = c.g
+    fn = g.enclosing_function(stmt[0])
+    scope = fn.span if fn is not None else g.region
+    names = {n for m in _SUBSCRIPT.finditer(g.text, *stmt)
+             for n in re.findall(r"[A-Za-z_$][\w$]*", m.group(2))}
+    for head in _loop_heads(g, stmt[0], scope) if names else ():
+        if names & set(re.findall(r"[A-Za-z_$][\w$]*", g.text[head[0]:head[1]])):
+            yield from c.add("dir", head, "loop whose index the lookup that gave undefined "
+                             "reads", by)
+            return
 
 
 @rule("errors.runaway_recursion")

@@ -277,9 +277,29 @@ draw();
 </script>"""
 
 
+# The loop reads one point past the end, through a variable: the lookup gives undefined, and
+# the loop's bound decides the index.
+PAST_END_LOOKUP = """<script>
+const pts = [{x: 1}, {x: 2}];
+function draw() {
+  for (let i = 0; i <= pts.length; i++) {
+    const p = pts[i];
+    console.log(p.x);
+  }
+}
+draw();
+</script>"""
+
+
 def rows(Row) -> dict:
     """The rows, built with ``test_rule_intents.Row``."""
     return {
+        "a lookup past the end, at an index its loop sets": Row(
+            PAST_END_LOOKUP, "errors.lookup_index_loop",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
+                       _frames(PAST_END_LOOKUP, "console.log(p.x);", "draw();\n</script>")),
+            direct=("for (let i = 0; i <= pts.length; i++)",),
+            spared=("const pts = [{x: 1}, {x: 2}];",)),
         "a change undone at the end of the function that made it": Row(
             UNDONE, "smells.undone_update",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
