@@ -21,6 +21,7 @@ import functools
 import re
 
 from evaluators.localize.rules import rule
+from evaluators.localize.flow import _DECLARATION
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import DomQuery, Span
 from evaluators.localize.spans_calls import _arguments
@@ -419,9 +420,6 @@ _RESET = re.compile(r"([A-Za-z_$][\w$]*)\s*=\s*(?:-?\d+(?:\.\d+)?|true|false|nul
                     r"\"\"|\[\s*\]|\{\s*\})\s*;?\s*$")
 
 
-_DECLARED = re.compile(r"(?:export\s+)?(?:async\s+)?(?:function|class)\b")
-
-
 def _updates(name: str) -> re.Pattern:
     """A statement that changes variable ``name``: assigns it, steps it or fills it."""
     n = re.escape(name)
@@ -447,7 +445,7 @@ def undone_updates(g: CodeGraph, fn: int) -> list[tuple[Span, list[Span]]]:
         # constant (`running = false; ...; running = true` sets a flag, undoes nothing).
         earlier = [o.span for o in own if o.span[1] <= st.span[0]
                    and changes.search(g.text, o.span[0], o.span[1])
-                   and not _DECLARED.match(g.text, o.span[0])
+                   and not _DECLARATION.match(g.text, o.span[0])
                    and not _RESET.match(g.text, o.span[0], o.span[1])]
         if earlier:
             out.append((st.span, earlier))
