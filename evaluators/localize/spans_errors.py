@@ -144,7 +144,7 @@ def _returned_nothing(c: _Case, stmt: Span, by: str) -> Ops:
         yield from gives_nothing(c, callee, "the failing statement reads", by)
 
 
-_SUBSCRIPT = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$.]*)\s*\[([^\[\]]+)\]")
+_SUBSCRIPT = re.compile(r"(?<![\w$.])[A-Za-z_$][\w$.]*\s*\[([^\[\]]+)\]")
 _LOOKUP = re.compile(r"=\s*[A-Za-z_$][\w$.]*\s*(?:\[[^\]]+\]|\.[A-Za-z_$][\w$]*)\s*;?\s*$")
 
 
@@ -174,13 +174,9 @@ def _index_loop(c: _Case, stmt: Span, by: str) -> Ops:
     g = c.g
     fn = g.enclosing_function(stmt[0])
     scope = fn.span if fn is not None else g.region
-    names = {n for m in _SUBSCRIPT.finditer(g.text, *stmt)
-             for n in re.findall(r"[A-Za-z_$][\w$]*", m.group(2))}
-    for head in _loop_heads(g, stmt[0], scope) if names else ():
-        if names & set(re.findall(r"[A-Za-z_$][\w$]*", g.text[head[0]:head[1]])):
-            yield from c.add("dir", head, "loop whose index the lookup that gave undefined "
-                             "reads", by)
-            return
+    index = " ".join(m.group(1) for m in _SUBSCRIPT.finditer(g.text, *stmt))
+    head = _index_loop_head(g, stmt[0], scope, index) if index else None
+    yield from c.add("dir", head, "loop whose index the lookup that gave undefined reads", by)
 
 
 @rule("errors.runaway_recursion")
@@ -262,6 +258,15 @@ def _loop_heads(g: CodeGraph, offset: int, scope: Span) -> list[Span]:
     return out
 
 
+def _index_loop_head(g: CodeGraph, offset: int, scope: Span, index: str) -> Span | None:
+    """The innermost loop head around ``offset`` inside ``scope`` that names a variable of
+    the subscript ``index``: where that index is set; None if no loop does."""
+    names = set(re.findall(r"[A-Za-z_$][\w$]*", index))
+    return next((head for head in _loop_heads(g, offset, scope)
+                 if names & set(re.findall(r"[A-Za-z_$][\w$]*", g.text[head[0]:head[1]]))),
+                None)
+
+
 _ITERATED = re.compile(r"(?:\]\s*=|\bof)\s*([A-Za-z_$][\w$]*)\s*\[([^\[\]]+)\]")
 
 
@@ -297,11 +302,9 @@ def _undefined_items(c: _Case, stmt: Span, by: str) -> Ops:
             for head in _loop_heads(g, at, scope):
                 yield from c.add(
                     "dir", head, f"loop that decides which items of {base} are filled", by)
-        names = set(re.findall(r"[A-Za-z_$][\w$]*", index))
-        for head in _loop_heads(g, stmt[0], scope):
-            if names & set(re.findall(r"[A-Za-z_$][\w$]*", g.text[head[0]:head[1]])):
-                yield from c.add("dir", head, f"loop whose index reads {base}[{index.strip()}]", by)
-                break
+        head = _index_loop_head(g, stmt[0], scope, index)
+        if head is not None:
+            yield from c.add("dir", head, f"loop whose index reads {base}[{index.strip()}]", by)
 
 
 def reachable_functions(g: CodeGraph) -> set[int]:
