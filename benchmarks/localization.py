@@ -21,8 +21,8 @@ time-out are dropped: on a loaded machine those are more often the machine's tha
 
 Run:
   python benchmarks/localization.py [--models gemini-2.5-pro claude-sonnet-4-20250514]
-      [--tasks 40] [--per-kind 1] [--seeds 0 1] [--limit N] [--pages 3] [--fresh]
-      [--fresh-mutants] [--no-rules] [--faults seen|unseen|all] [--split all|dev|held-out]
+      [--tasks 40] [--skip-tasks 0] [--per-kind 1] [--seeds 0 1] [--limit N] [--pages 3]
+      [--fresh] [--fresh-mutants] [--no-rules] [--faults seen|unseen|all] [--split all|dev|held-out]
       [--rank-grid] [--misses] [--cache DIR]
 
 The fault kinds live in ``evaluators/synth/faults.py``: ``--faults seen`` (default) are the six
@@ -94,7 +94,9 @@ class BenchConfig:
     """What the benchmark runs.
 
     Attributes:
-        models: Answer files to draw from. tasks: the first N tasks of each.
+        models: Answer files to draw from. tasks: the first N tasks of each. skip_tasks:
+            leave out the first N of those (a set of tasks disjoint from a run with
+            ``tasks=N``, for a held-out set nobody has read).
         per_kind: Mutants drawn per fault kind and response. limit: at most this many
             mutants per seed.
         pages: Browser pages in flight. seeds: mutant samplings, one batch each (a later
@@ -112,6 +114,7 @@ class BenchConfig:
 
     models: tuple[str, ...] = MODELS[:2]
     tasks: int = 40
+    skip_tasks: int = 0
     per_kind: int = 1
     limit: int | None = None
     pages: int = 3
@@ -436,10 +439,16 @@ def speed(records: list[dict], tasks: dict[str, Task], tok,
             statistics.median(sized) if sized else float("nan"), len(sized))
 
 
+def chosen_tasks(tasks: dict[str, Task], cfg: BenchConfig) -> set[str]:
+    """The ids of the tasks the benchmark reads: the first ``cfg.tasks`` in file order, less
+    the first ``cfg.skip_tasks``."""
+    return set(list(tasks)[cfg.skip_tasks:cfg.tasks])
+
+
 def run(cfg: BenchConfig) -> None:
     t0 = time.perf_counter()
     tasks = load_tasks(DATA / "tasks.jsonl")
-    first = set(list(tasks)[:cfg.tasks])
+    first = chosen_tasks(tasks, cfg)
     rows = [r for m in cfg.models for r in load_responses(DATA / "answers" / f"{m}.jsonl", tasks)
             if r["task_id"] in first]
     originals, drawn = split_mutants(score_cached(rows, tasks, cfg, fresh=cfg.fresh), cfg)
@@ -453,7 +462,8 @@ def run(cfg: BenchConfig) -> None:
     tok = train_tokenizer([r["response"] for r in originals])
     rows = evaluate(kept, tasks, tok)
     print(f"\nLocalization on injected faults: {len(passing)} passing answers of "
-          f"{', '.join(cfg.models)} (first {cfg.tasks} tasks), {len(mutants)} distinct mutants "
+          f"{', '.join(cfg.models)} (tasks {cfg.skip_tasks + 1}-{cfg.tasks}), {len(mutants)} "
+          f"distinct mutants "
           f"({drawn_n - len(mutants)} more drawn again by a later seed, counted once), "
           f"{len(kept)} caught by a probe ({hangs} caught only by hangs/time-outs, dropped)\n")
     print(table(["fault", "method", "n", "hit@dir", "hit@dir+ctx", "prec", "dir%", "w-ratio",
@@ -493,6 +503,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", nargs="+", default=list(BenchConfig.models))
     ap.add_argument("--tasks", type=int, default=BenchConfig.tasks)
+    ap.add_argument("--skip-tasks", type=int, default=BenchConfig.skip_tasks,
+                    help="leave out the first N of the --tasks (disjoint from --tasks N)")
     ap.add_argument("--per-kind", type=int, default=BenchConfig.per_kind)
     ap.add_argument("--limit", type=int, default=None, help="at most N mutants per seed")
     ap.add_argument("--pages", type=int, default=BenchConfig.pages)
@@ -518,9 +530,11 @@ def main() -> None:
         ap.error("--rank-grid chooses on the development split and reports the held-out one: "
                  "it needs --split all")
     CACHE = a.cache
-    run(BenchConfig(tuple(a.models), a.tasks, a.per_kind, a.limit, a.pages, tuple(a.seeds),
-                    a.fresh, a.fresh_mutants, not a.no_rules, a.faults, a.split, a.rank_grid,
-                    a.misses))
+    if not 0 <= a.skip_tasks < a.tasks:
+        ap.error(f"--skip-tasks {a.skip_tasks} must be at least 0 and under --tasks {a.tasks}")
+    run(BenchConfig(tuple(a.models), a.tasks, a.skip_tasks, a.per_kind, a.limit, a.pages,
+                    tuple(a.seeds), a.fresh, a.fresh_mutants, not a.no_rules, a.faults, a.split,
+                    a.rank_grid, a.misses))
 
 
 if __name__ == "__main__":

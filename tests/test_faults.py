@@ -113,3 +113,12 @@ def test_a_mutant_drawn_by_several_seeds_counts_once_under_the_first():
     assert len(texts) == len(set(texts)) < len(drawn)  # this app has kinds with one site
     for m in once:
         assert m["seed"] == min(d["seed"] for d in drawn if d["response"] == m["response"])
+
+
+def test_skipping_tasks_leaves_a_set_disjoint_from_a_run_of_that_many():
+    from localization import BenchConfig, chosen_tasks
+    tasks = {f"t{i}": None for i in range(10)}
+    first = chosen_tasks(tasks, BenchConfig(tasks=4))
+    rest = chosen_tasks(tasks, BenchConfig(tasks=10, skip_tasks=4))
+    assert first == {"t0", "t1", "t2", "t3"}
+    assert rest == {f"t{i}" for i in range(4, 10)}

@@ -30,7 +30,9 @@ from evaluators.localize.spans_common import (
 from evaluators.localize.spans_calls import (
     _library_arguments, _rejected_call,
 )
-from evaluators.localize.spans_origins import gives_nothing, library_inputs, passed_values
+from evaluators.localize.spans_origins import (
+    gives_nothing, library_got_nothing, library_inputs, passed_values,
+)
 from evaluators.localize.spans_smells import dead_writers
 from evaluators.localize.spans_unset import _unset_state, unset_state_at
 
@@ -468,6 +470,7 @@ def _page_error_stack(c: _Case) -> Ops:
     yield from _unset_state(c, head, [f["offset"] for f in frames], "stack")
     yield from _library_arguments(c, head, "stack")
     yield from library_inputs(c, head, "stack")
+    yield from library_got_nothing(c, top, "stack")
     yield from _rejected_call(c, top, "stack")
     yield from _named_in_message(c, "stack")
 

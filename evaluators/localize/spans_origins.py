@@ -184,6 +184,35 @@ def _passed_argument(c: _Case, at: int, fn, index: int) -> tuple[int, str] | Non
     return (k, args[index]) if index < len(args) else None
 
 
+@rule("errors.library_got_nothing")
+def library_got_nothing(c: _Case, top: int, by: str) -> Ops:
+    """An exception raised inside a library, called at offset ``top`` (the top in-app frame):
+    an argument of that call followed back (``trace_expression``) to an app function's
+    ``return`` that gives no value, or to an app function with no ``return`` at all: the
+    library was handed nothing where it expected a value. Those returns are blamed directly,
+    the silent functions and the statements on the way as context. Lookups that may give
+    undefined are not followed up here: a library rejects defined values too."""
+    frames = c.d.get("frames") or ()
+    g = c.g
+    k = g.flow.statement_at(top)
+    if not frames or frames[0].get("in_app") or k is None:
+        return
+    end = g.flow.statements[k].span[1]
+    paren = g.text.find("(", top, end)
+    out = Sources()
+    for arg in _arguments(g.text, paren + 1, end) if paren >= 0 else ():
+        trace_expression(g, arg, k, "an argument of the failing library call", out)
+    if not (out.definite or out.silent):
+        return
+    for span, why, fn in out.definite[:MAX_ENDS]:
+        yield from c.add("dir", span, why, by, fn)
+    for fn in out.silent:
+        yield from c.function("ctx", fn, f"{g.functions[fn].qualname or 'the function'} "
+                              "returns nothing, and its result is handed to the library", by)
+    for span, why, fn in out.passed:
+        yield from c.add("ctx", span, why, by, fn)
+
+
 # How many hops from the call's arguments (a scene, an object added to it, what built that
 # object) and how many statements are followed: enough for a scene graph two containers deep.
 BUILT_DEPTH = 3

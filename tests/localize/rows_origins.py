@@ -13,6 +13,21 @@ def _frames(app: str, *codes: str) -> list[dict]:
     return [{"in_app": True, "offset": app.index(c)} for c in codes]
 
 
+# A charting library is handed the colour `shade` gives for a value past its range: none.
+UNSHADED = """<canvas id="c"></canvas><script>
+const SHADES = ['#111', '#eee'];
+function shade(v) {
+  if (v > 1) { return; }
+  return SHADES[Math.round(v)];
+}
+function paint(v) {
+  const color = shade(v);
+  const size = v * 2;
+  chart.fill(color, size);
+}
+paint(3);
+</script>"""
+
 # `draw` reads a list its caller took from `pick`, which returned what `fresh` returned.
 TWO_CALLS_DEEP = """<canvas id="c"></canvas><script>
 const BANK = {1: [1]};
@@ -356,6 +371,14 @@ def rows(Row) -> dict:
             context=("const ball = new THREE.Mesh(material, geometry);",
                      "const geometry = new THREE.SphereGeometry(1, SIZE, SIZE);"),
             spared=("const label = 'frame';", "const SIZE = 8;")),
+        "a library call handed what an app function returned without a value": Row(
+            UNSHADED, "errors.library_got_nothing",
+            page_error("uncaught Error: undefined is not a valid color",
+                       [{"in_app": False, "offset": None},
+                        *_frames(UNSHADED, "fill(color, size);", "paint(3);\n</script>")]),
+            direct=("return;",),
+            spared=("return SHADES[Math.round(v)];", "const size = v * 2;",
+                    "const SHADES = ['#111', '#eee'];")),
         # Thrown in a later frame's step (at load `smells.unreachable_code` blames the return
         # too: `setup` runs at load).
         "a property of state every write of which comes after a return": Row(
