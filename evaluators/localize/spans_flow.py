@@ -294,11 +294,14 @@ def _blame_slice(c: _Case, f: _Failure, ran: set[int], seeds: dict[int, str],
 
 @rule("flow.replace_long_functions")
 def replace_long_functions(c: _Case, touched: set) -> Ops:
-    """Drops whole-function blame of the long functions in ``touched``, whose statements a
-    slice blamed instead. A short function stays whole (a missing statement hides in it
-    too); a long one is replaced by its statements in the slice, in either set."""
+    """Moves direct whole-function blame of the long functions in ``touched``, whose
+    statements a slice blamed directly, to the context. A short function stays whole (a
+    missing statement hides in it too); a long one is narrowed to its statements in the
+    slice, and stays context: a statement that is missing (a call never made) is in no slice,
+    and the rest of the function is where it was left out."""
     g = c.g
-    yield from c.drop(
+    yield from c.demote(
         lambda i: i.fn is not None and i.fn in touched and i.span == g.functions[i.fn].span
-        and i.span[1] - i.span[0] > c.cfg.whole)
+        and i.span[1] - i.span[0] > c.cfg.whole, "; narrowed to its statements in the slice",
+        "flow")
 

@@ -773,9 +773,9 @@ ROWS = {
          "span": [BROKEN.index("*;"), BROKEN.index("*;") + 2]},
         direct=("function area(r) {\n  return Math.PI * r *;\n}",), spared=("const ok = 1;",),
         method="naive"),
-    "a long function whose statements a slice blamed is not blamed whole": Row(
+    "a long function whose statements a slice blamed is context, not blamed whole": Row(
         SCENE, "flow.replace_long_functions", _readings(SCENE), probe=READINGS,
-        dropped=(SCENE[SCENE.index("function redraw"):SCENE.index("\n}\nObject") + 2],)),
+        demoted=(SCENE[SCENE.index("function redraw"):SCENE.index("\n}\nObject") + 2],)),
     "the statements the value of the input acted on reaches": Row(
         SCENE, "forward.follow_actor_value", _readings(SCENE), probe=READINGS,
         direct=("const xDeg = parseFloat(controls.rx.value);",
