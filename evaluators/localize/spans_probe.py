@@ -29,7 +29,7 @@ from evaluators.localize.spans_flow import load_functions, narrow_to_slice
 from evaluators.localize.spans_forward import follow_actor_value
 from evaluators.localize.spans_origins import library_render
 from evaluators.localize.spans_smells import (
-    blame_definite_bugs, dead_element_writes, loop_never_runs, misplaced_element_ids,
+    blame_definite_bugs, dead_element_writes, loop_never_runs,
     misspelled_properties, undone_update, unreachable_code,
 )
 from evaluators.localize.spans_wiring import (
@@ -389,7 +389,6 @@ def _definite_bugs_step(c: _Case) -> Ops:
     yield from misspelled_properties(c, ran)
     yield from unreachable_code(c, ran)
     yield from loop_never_runs(c, ran)
-    yield from misplaced_element_ids(c, ran)
     yield from undone_update(c, ran)
     yield from dead_element_writes(c)
 
@@ -405,7 +404,6 @@ def _load_bugs_step(c: _Case) -> Ops:
         ran |= load_functions(c.g)
         yield from misspelled_properties(c, ran)
         yield from unreachable_code(c, ran)
-    yield from misplaced_element_ids(c, ran)
     yield from undone_update(c, ran)
 
 

@@ -24,7 +24,6 @@ from evaluators.localize.rules import rule
 from evaluators.localize.flow import _DECLARATION
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import DomQuery, Span
-from evaluators.localize.spans_calls import _arguments
 from evaluators.localize.spans_common import (
     _Case, _describe, _fn_at, _write_keys, _writes, Ops, exception_of, lexical_scope,
 )
@@ -361,58 +360,6 @@ def loop_never_runs(c: _Case, ran: set[int] | None) -> Ops:
             hit.add(st.function)
     yield from c.demote(lambda i: i.fn in hit and i.span == g.functions[i.fn].span,
                         "; narrowed to the loop that never runs")
-
-
-_ID_LITERAL = re.compile(r"\s*(['\"`])#?([-\w]+)\1\s*")
-
-
-def _lookup_params(g: CodeGraph, index: int) -> set[int]:
-    """Positions of the parameters of function ``index`` that its own code hands to a DOM
-    lookup (``getElementById(id)``, ``querySelectorAll(`#${id} button`)``)."""
-    fn = g.functions[index]
-    out = set()
-    for q in g.dom_queries:
-        if q.argument is not None or not fn.body[0] <= q.span[0] < fn.body[1]:
-            continue
-        code = g.text[q.span[0]:q.span[1]]
-        code = code[code.find("(") + 1:]
-        out |= {i for i, p in enumerate(fn.params)
-                if re.search(r"(?<![\w$.])" + re.escape(p) + r"(?![\w$])", code)}
-    return out
-
-
-@rule("smells.misplaced_element_id")
-def misplaced_element_ids(c: _Case, ran: set[int] | None) -> Ops:
-    """Blames a call, in a function that ran, of an app function that looks elements up by
-    some of its parameters, when the call passes an element's id (a literal naming an element
-    of the HTML) to another parameter and something else than a literal to the one looked up:
-    the arguments are in the wrong order (``pick(state.j, 'j-list')`` for ``pick(id, value)``),
-    and the lookup finds nothing or fails."""
-    if not ran:
-        return
-    g, text = c.g, c.g.text
-    ids = {e.id for e in g.elements if e.id}
-    looked_up: dict[int, set[int]] = {}
-    for call in g.calls:
-        if call.kind != "call" or len(call.targets) != 1 or (
-                call.caller is not None and call.caller not in ran):
-            continue
-        t = call.targets[0]
-        if t not in looked_up:
-            looked_up[t] = _lookup_params(g, t)
-        wanted = looked_up[t]
-        paren = text.find("(", call.span[0] + len(call.callee_text), call.span[1])
-        if not wanted or paren < 0:
-            continue
-        args = _arguments(text, paren + 1, call.span[1])
-        named = {i for i, a in enumerate(args) if (m := _ID_LITERAL.fullmatch(a)) and
-                 m.group(2) in ids}
-        if named - wanted and any(i < len(args) and not _ID_LITERAL.fullmatch(args[i])
-                                  for i in wanted):
-            yield from c.add("dir", (paren, call.span[1]), "hands an element's id to a parameter "
-                             f"{g.functions[call.targets[0]].name or 'the function'} does not "
-                             "look elements up by, and another value to one it does: the "
-                             "arguments are in the wrong order", "graph", call.caller)
 
 
 # A constant or empty value written over a variable (`score = 0`, `points = []`).

@@ -213,26 +213,6 @@ PLOTTED_BY_ELEMENT = PLOTTED.replace(
     "Plotly.react('plot', [trace], {title: 'model'});",
     "const box = document.getElementById('plot');\n  Plotly.newPlot(box, [trace]);")
 
-# `mark(listId, value)` looks its list up by the first parameter; one call hands it the
-# list's id second. At load the selector `#1 button` is refused; with a value that makes a
-# valid selector, nothing is marked.
-SWAPPED_ID = """<div id="j-list"><button value="1">1</button><button value="2">2</button></div>
-<div id="m-list"><button value="2">2</button></div>
-<script>
-const state = {j: 'one', m: '2'};
-function mark(listId, value) {
-  document.querySelectorAll(`#${listId} button`).forEach((b) => {
-    b.classList.toggle('on', b.value === value);
-  });
-}
-function refresh() {
-  mark('m-list', state.m);
-  mark(state.j, 'j-list');
-}
-refresh();
-</script>"""
-SWAPPED_ID_AT_LOAD = SWAPPED_ID.replace("j: 'one'", "j: '1'")
-
 # The mode is read from the second slider, a copy of the line above left unchanged; the
 # output is written in a `forEach` callback, which runs at load with `update`.
 COPIED_READ = """<input id="a" type="range" value="2"><input id="b" type="range" value="3">
@@ -349,13 +329,6 @@ def rows(Row) -> dict:
             direct=("Plotly.newPlot(box, [trace]);",),
             context=("for (let t = 0; t <= 0; t++)",),
             spared=("document.getElementById('note').textContent = 'drawn';",)),
-        "the call on an exception's stack that swapped an element's id with a value": Row(
-            SWAPPED_ID_AT_LOAD, "smells.misplaced_element_id",
-            page_error("uncaught SyntaxError: Failed to execute 'querySelectorAll' on "
-                       "'Document': '#1 button' is not a valid selector.",
-                       _frames(SWAPPED_ID_AT_LOAD, "document.querySelectorAll",
-                               "mark(state.j, 'j-list');", "refresh();\n<")),
-            direct=("(state.j, 'j-list')",), spared=("mark('m-list', state.m);",)),
         "a check right after load follows the data into an array method's callback": Row(
             COPIED_READ, "flow.narrow_to_slice",
             probe_failure({"expect": "contains_text", "locator": "#out", "value": "sum"}, None,

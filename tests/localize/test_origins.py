@@ -7,7 +7,7 @@ from evaluators.localize.graph import build_graph
 from evaluators.localize.rules import LocalizeConfig
 from evaluators.localize.spans import localize
 from tests.localize.diags import page_error, probe_failure, rules_of, span
-from tests.localize.rows_origins import AT_START, SCENE, SWAPPED_ID, TWO_CALLS_DEEP, _frames
+from tests.localize.rows_origins import AT_START, SCENE, TWO_CALLS_DEEP, _frames
 
 
 def _blamed_by(loc, rule: str) -> list[dict]:
@@ -97,14 +97,3 @@ def test_a_long_function_keeps_the_heads_of_the_loops_around_the_failure_as_cont
     # Only the head: the loop's whole body is not context for it.
     body = span("const a = corners[e]", LOOP_PAST_END)
     assert not any(s <= body[0] and e >= head[1] + 40 for s, e in loc.s_ctx)
-
-
-def test_a_check_after_load_blames_the_call_that_swapped_an_element_s_id_with_a_value():
-    # No exception: `#one button` is a valid selector that finds nothing, so nothing is
-    # marked. The slice of the marking reaches both calls; the smell names the swapped one.
-    diag = probe_failure({"expect": "class", "locator": "#j-list button[value='1']",
-                          "value": "on"}, None, coverage={"functions": [], "skipped": []})
-    loc = localize(build_graph(SWAPPED_ID), diag, "grounded")
-    swapped = span("(state.j, 'j-list')", SWAPPED_ID)
-    assert [tuple(e["span"]) for e in _blamed_by(loc, "smells.misplaced_element_id")] == [swapped]
-    assert all(e["set"] == "dir" for e in _blamed_by(loc, "smells.misplaced_element_id"))
