@@ -93,7 +93,7 @@ KIND_FIELDS: dict[str, tuple[str, ...]] = {
 # V8's reports of the common exceptions. Taken apart here so that no reader parses them.
 _NULL_READ = re.compile(r"Cannot (?:read|set) propert(?:y|ies) of (?:null|undefined)"
                         r"(?: \((?:reading|setting) '([^']*)'\))?|(\S+) is (?:null|undefined)")
-_UNDEFINED_ITEM = re.compile(r"of undefined \(reading '([^']*)'\)")
+_UNDEFINED_ITEM = re.compile(r"of undefined \((?:reading|setting) '([^']*)'\)")
 _UNBOUND = re.compile(r"([A-Za-z_$][\w$.]*) is not (?:defined|a function|a constructor)")
 _STACK_OVERFLOW = "Maximum call stack size exceeded"
 # A web API (WebIDL binding) refusing its call: its arguments, or the receiver's state.
@@ -103,6 +103,9 @@ _DESTRUCTURED = re.compile(r"Cannot destructure (?:property '[^']*' of )?'(.+?)'
 # JsException fields added after records were written: a record may lack them (readers take
 # them from the message: `JsException.from_json`), so the schema does not require them.
 _EXCEPTION_FIELDS_ADDED = ("rejected_call", "destructured", "not_iterable")
+# Fields whose reading of the report was widened after records were written (``undefined_item``
+# took only reads at first, now writes too): a record's null there is taken from the message.
+_EXCEPTION_FIELDS_WIDENED = ("undefined_item",)
 # `const [a, b] = rows[i]` or `for (const x of v)` on undefined, null or a non-iterable.
 _NOT_ITERABLE = re.compile(r"\bis not iterable\b")
 
@@ -117,7 +120,8 @@ class JsException:
       null_read: A property of null or undefined was read or set.
       read_property: The property whose read or write failed on null/undefined, if named.
       null_name: The expression reported as null/undefined (``x is null``), if named.
-      undefined_item: The property read on an undefined value (``a[i].k`` past the end).
+      undefined_item: The property read or set on an undefined value (``a[i].k`` past the
+        end).
       unbound_name: The name that is not defined / not a function / not a constructor.
       stack_overflow: ``Maximum call stack size exceeded``.
       rejected_call: The web API operation that refused the call (``addEventListener`` for
@@ -180,6 +184,7 @@ class JsException:
             if k not in obj:
                 raise ValueError(f"field 'exception': missing field {k!r}")
         now = dataclasses.asdict(cls.from_report(obj["name"], obj["message"]))
+        obj = {k: v for k, v in obj.items() if v is not None or k not in _EXCEPTION_FIELDS_WIDENED}
         return cls(**{**now, **obj, "name": exception_name(obj["name"]),
                       "thrown": tuple(obj["thrown"] if "thrown" in obj else now["thrown"])})
 

@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parents[1]
     ("TypeError", "Cannot read properties of null (reading 'value')",
      {"null_read": True, "read_property": "value", "null_name": None, "undefined_item": None}),
     ("TypeError", "Cannot set properties of undefined (setting 'x')",
-     {"null_read": True, "read_property": "x"}),
+     {"null_read": True, "read_property": "x", "undefined_item": "x"}),
+    ("TypeError", "Cannot set properties of null (setting 'x')", {"undefined_item": None}),
     ("TypeError", "Cannot read properties of undefined (reading '0')",
      {"null_read": True, "undefined_item": "0"}),
     ("TypeError", "el is null", {"null_read": True, "null_name": "el", "read_property": None}),
@@ -230,6 +231,14 @@ def test_an_exception_written_before_a_field_existed_reads_it_from_its_message()
     assert JsException.from_json(old).rejected_call == "appendChild"
     # What a record holds is kept as written, never recomputed over.
     assert JsException.from_json({**new, "rejected_call": None}).rejected_call is None
+
+
+def test_a_field_read_more_widely_now_is_taken_from_the_message_where_a_record_has_null():
+    # `undefined_item` once took only reads: a record's null for a write is read as the
+    # evaluator reads the report now; a value it holds is kept.
+    new = JsException.from_report("TypeError", "Cannot set properties of undefined (setting 'g')")
+    assert JsException.from_json({**new.to_json(), "undefined_item": None}).undefined_item == "g"
+    assert JsException.from_json({**new.to_json(), "undefined_item": "h"}).undefined_item == "h"
 
 
 def test_a_value_that_cannot_be_iterated_is_told_apart_for_old_records_too():

@@ -13,7 +13,7 @@ from evaluators.checks.extract import extract_app
 from evaluators.checks.probes import StepFailure, compare
 from evaluators.checks.reward import gated_reward, rubric_reward
 from evaluators.checks.source import check_source, source_diagnostics
-from evaluators.checks.steps import ProbeError, check_probe, js_string
+from evaluators.checks.steps import ProbeError, check_probe, eval_locators, js_string
 from evaluators.tasks import FormatError, load_responses, load_tasks
 from evaluators.checks.textindex import TextIndex
 
@@ -201,6 +201,19 @@ def test_every_shared_probe_is_well_formed(interactscience):
                 check_probe(r.probe)
                 n += 1
     assert n == 686
+
+
+def test_eval_locators_name_the_elements_an_evaluated_reading_looks_up():
+    assert eval_locators("() => document.getElementById('plot-container')._fullData[0].y") == [
+        "#plot-container"]
+    assert eval_locators('() => (sel => document.querySelector(sel).data)("#velocity-plot")') == [
+        "#velocity-plot"]
+    assert eval_locators("() => (window.Plotly.d3.select('#top').node() || {}).data") == ["#top"]
+    assert eval_locators("() => [document.getElementById('a'), document.querySelector('.b i')]"
+                         ) == ["#a", ".b i"]
+    # Strings that are not selectors, and sources that are not strings, name nothing.
+    assert eval_locators("() => window.state.mode === 'lines' ? '#' : 'x'") == []
+    assert eval_locators(None) == []
 
 
 def test_compare_semantics():

@@ -30,7 +30,7 @@ from evaluators.checks.record import OUTPUT_FIELDS, Kept, error_record, merge  #
 from evaluators.checks.record import verdict as _verdict
 from evaluators.checks.reward import gated_reward
 from evaluators.checks.source import Deadline, SourceTimeout, source_diagnostics
-from evaluators.checks.steps import ProbeError, check_probe, compared_saves
+from evaluators.checks.steps import ProbeError, check_probe, compared_saves, eval_locators
 from evaluators.tasks import Rubric, Task
 
 
@@ -152,9 +152,12 @@ async def _writers(runner: ProbeRunner, frames: Frames) -> list[dict]:
     i = runner.watch.step
     step = runner.steps[i] if runner.loaded and i is not None else {}
     own = runner.step_locator(step)
-    # For an `assert`: the elements whose saved readings it compared.
-    specs = [own] if own is not None else [
-        s["from"] for s in compared_saves(runner.steps, step, i) if s.get("from") is not None][:2]
+    # For an `assert`: the elements whose saved readings it compared (for an evaluated
+    # reading, those its source looks up).
+    saves = compared_saves(runner.steps, step, i) if own is None else []
+    read = [[s["from"]] if s.get("from") is not None else eval_locators(s.get("eval"))
+            for s in saves]
+    specs = [own] if own is not None else [spec for specs in read for spec in specs][:2]
     out = []
     for spec in specs:
         try:

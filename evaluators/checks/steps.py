@@ -62,6 +62,23 @@ def compared_saves(steps: list, step: dict, index: int | None = None) -> list[di
     return [s for s in flat_steps(before) if isinstance(s, dict) and s.get("save") in names]
 
 
+# An element an evaluated reading looks up: `getElementById('x')`, or a selector literal
+# (`querySelector('#x')`, an argument handed to the function, `d3.select('.y')`).
+_EVAL_BY_ID = re.compile(r"""getElementById\(\s*(['"`])([^'"`]+)\1""")
+_EVAL_SELECTOR = re.compile(r"""(['"`])([#.][-\w][^'"`]*)\1""")
+
+
+def eval_locators(source: Any) -> list[str]:
+    """The CSS locators of the elements an `eval` reading's source looks up (a plot's
+    container whose data it reads), first seen first: the page code that fills them is what
+    the reading checks."""
+    if not isinstance(source, str):
+        return []
+    found = ["#" + m.group(2) for m in _EVAL_BY_ID.finditer(source)]
+    found += [m.group(2) for m in _EVAL_SELECTOR.finditer(source)]
+    return list(dict.fromkeys(found))
+
+
 def js_regex(spec: dict) -> re.Pattern:
     """Compiles a {"regex", "flags"} value. JS-only flags (g, y, u, d) are no-ops here."""
     flags = 0

@@ -33,11 +33,12 @@ wrong element), ``spans_flow`` (the slice that narrows grounded blame, over ``fl
 ``spans_writers`` (the recorded writes of the element a failed step checked),
 ``spans_forward`` (where the acted-on input's value goes, and where a value read from it
 that nothing uses should have gone), ``spans_errors`` (exceptions, syntax errors, runtime
-failures, free-text evidence), ``spans_calls`` (what a call that threw was handed), ``spans_unset`` (null reads of state no code sets) and
-``spans_judge`` (the code an LLM judge's finding quotes or names). The blame they produce is
-collected, demoted, dropped and merged by ``combine.Combiner``. This module is the public
-entry point: it declares, per method and kind, the chain of steps (order and fallback) and
-re-exports the public names.
+failures, free-text evidence), ``spans_calls`` (what a call that threw was handed),
+``spans_arguments`` (a parameter's value the caller handed: none, or of the wrong kind),
+``spans_unset`` (null reads of state no code sets) and ``spans_judge`` (the code an LLM
+judge's finding quotes or names). The blame they produce is collected, demoted, dropped and
+merged by ``combine.Combiner``. This module is the public entry point: it declares, per
+method and kind, the chain of steps (order and fallback) and re-exports the public names.
 """
 
 from __future__ import annotations

@@ -393,6 +393,27 @@ def _step_checks(step: dict, probe: dict | None, index: int | None) -> list[tupl
     return []
 
 
+def _line_at(text: str, offset: int) -> Span:
+    """The line at ``offset``, without its indentation and trailing blanks."""
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    end = len(text) if end < 0 else end
+    while start < end and text[start].isspace():
+        start += 1
+    return start, max(start, len(text[start:end].rstrip()) + start)
+
+
+def _statement_head(g: CodeGraph, offset: int) -> Span | None:
+    """The statement at ``offset``; a compound one up to its first nested statement after it."""
+    stmt = g.enclosing_statement(offset)
+    if stmt is None:
+        return None
+    for s, e in g.statements:
+        if stmt[0] < s and e <= stmt[1] and s > offset:
+            return stmt[0], s
+    return stmt
+
+
 def exception_of(d: dict) -> dict:
     """The fields of a diagnostic's thrown exception (`evaluators.contract.JsException`);
     {} when it has none. The name is read through `exception_name`, and a field that a

@@ -23,15 +23,16 @@ from evaluators.localize.rules import rule
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span
 from evaluators.contract import UNCAUGHT
+from evaluators.localize.spans_arguments import missing_argument, wrong_argument
 from evaluators.localize.spans_common import (
-    _SELECTOR_NAME, _Case, _fn_at, Localization, Ops, exception_of, lexical_scope,
-    ran_functions, similar_names,
+    _SELECTOR_NAME, _Case, _fn_at, _line_at, _statement_head, Localization, Ops, exception_of,
+    lexical_scope, ran_functions, similar_names,
 )
 from evaluators.localize.spans_calls import (
     _library_arguments, _rejected_call,
 )
 from evaluators.localize.spans_origins import (
-    gives_nothing, library_got_nothing, library_inputs, passed_values,
+    gives_nothing, library_got_nothing, library_inputs,
 )
 from evaluators.localize.spans_smells import dead_writers
 from evaluators.localize.spans_unset import _unset_state, unset_state_at
@@ -48,26 +49,6 @@ _IDENT = re.compile(r"[A-Za-z_$][\w$]{2,}")
 
 
 # -- exceptions, syntax errors, runtime failures -----------------------------------------------
-
-def _line_at(text: str, offset: int) -> Span:
-    start = text.rfind("\n", 0, offset) + 1
-    end = text.find("\n", offset)
-    end = len(text) if end < 0 else end
-    while start < end and text[start].isspace():
-        start += 1
-    return start, max(start, len(text[start:end].rstrip()) + start)
-
-
-def _statement_head(g: CodeGraph, offset: int) -> Span | None:
-    """The statement at ``offset``; a compound one up to its first nested statement after it."""
-    stmt = g.enclosing_statement(offset)
-    if stmt is None:
-        return None
-    for s, e in g.statements:
-        if stmt[0] < s and e <= stmt[1] and s > offset:
-            return stmt[0], s
-    return stmt
-
 
 @rule("errors.null_sources")
 def _null_sources(c: _Case, stmt: Span, by: str) -> Ops:
@@ -213,38 +194,6 @@ def _runaway_recursion(c: _Case, top: int, by: str) -> Ops:
                 yield from unset_state_at(c, stmt, [call.span[0]], by)
 
 
-@rule("errors.missing_argument")
-def _missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
-    """A null read of a parameter of the top frame's function: its caller passed no value.
-    The call on the next frame, and what it passed followed back to the return or lookup that
-    gave nothing (``spans_origins.passed_values``), or with no in-app frame below, the
-    registrations of the function as an event handler (the browser passes the event alone),
-    are blamed."""
-    exc = exception_of(c.d)
-    fn = c.g.enclosing_function(stmt[0])
-    if not exc.get("null_read") or fn is None or not fn.params:
-        return
-    prop = exc.get("read_property") or ""
-    code = c.g.text[stmt[0]:stmt[1]]
-    read = {r.group(1) for r in re.finditer(r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*\??\.\s*"
-                                            + re.escape(prop) + r"(?![\w$])", code)}
-    missing = [p for p in fn.params if p in read or p == exc.get("null_name")]
-    if not missing:
-        return
-    why = f"calls {fn.name or 'the function'} without a value for {missing[0]}"
-    if len(frames) > 1:
-        off = frames[1]["offset"]
-        yield from c.add("dir", _statement_head(c.g, off) or _line_at(c.g.text, off), why, by)
-        yield from passed_values(c, frames, fn, fn.params.index(missing[0]),
-                                 f"the {missing[0]} {fn.name or 'the function'} reads", by)
-        return
-    for b in c.g.event_bindings:
-        if b.handler == fn.index:
-            yield from c.add(
-                "dir", b.span, f"registers {fn.name or 'the function'} as a handler of "
-                f"'{b.event}': it is called with the event alone, no {missing[0]}", by)
-
-
 def _loop_heads(g: CodeGraph, offset: int, scope: Span) -> list[Span]:
     """Heads of the loops around ``offset`` inside ``scope``, innermost first."""
     flow = g.flow
@@ -274,17 +223,20 @@ _ITERATED = re.compile(r"(?:\]\s*=|\bof)\s*([A-Za-z_$][\w$]*)\s*\[([^\[\]]+)\]")
 
 @rule("errors.undefined_items")
 def _undefined_items(c: _Case, stmt: Span, by: str) -> Ops:
-    """``Cannot read properties of undefined (reading 'k')`` at ``a[i].k`` (or ``a[i][j]``),
-    or ``undefined is not iterable`` at ``[x, y] = a[i]`` (``of a[i]``): an item of the array ``a`` that was never filled, or an index past its end (a loop
-    filling it, or reading it, with the wrong bounds): the statements that fill ``a`` in its
-    scope and the loops around them, and the innermost loop around the failing read whose
-    head sets the index, are blamed."""
+    """``Cannot read properties of undefined (reading 'k')`` at ``a[i].k`` (or ``a[i][j]``;
+    ``setting`` for a write, ``a[i].k = v``), or ``undefined is not iterable`` at ``[x, y] =
+    a[i]`` (``of a[i]``): an item of the array ``a`` (which may be an item itself, ``g[r]``)
+    that was never filled, or an index past its end (a loop filling it, or reading it, with
+    the wrong bounds): the statements that fill ``a`` in its scope and the loops around them,
+    and the innermost loop around the failing read whose head sets the index, are blamed."""
     exc = exception_of(c.d)
     item = exc.get("undefined_item")
     if item is not None:
         after = r"\??\.?\s*\[" if not re.fullmatch(r"[A-Za-z_$][\w$]*", item) else (
             r"\??\.\s*" + re.escape(item) + r"(?![\w$])")  # a number: read by subscript
-        read = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*\[([^\[\]]+)\]\s*" + after)
+        # The array may itself be an item (`grid[i][j].g`: the row `grid[i]` is short).
+        read = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*(?:\s*\[[^\[\]]+\])*)\s*"
+                          r"\[([^\[\]]+)\]\s*" + after)
     elif exc.get("not_iterable"):  # `[a, b] = rows[i]`, `of rows[i]`
         read = _ITERATED
     else:
@@ -464,7 +416,8 @@ def _page_error_stack(c: _Case) -> Ops:
     yield from _undefined_lookup(c, head, "stack")
     yield from _runaway_recursion(c, top, "stack")
     yield from _undefined_items(c, head, "stack")
-    yield from _missing_argument(c, head, frames, "stack")
+    yield from missing_argument(c, head, frames, "stack")
+    yield from wrong_argument(c, head, frames, "stack")
     yield from _unreached_writers(c, head, [f["offset"] for f in frames], "stack")
     yield from dead_writers(c, head, "stack")
     yield from _unset_state(c, head, [f["offset"] for f in frames], "stack")

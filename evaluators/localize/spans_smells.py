@@ -368,10 +368,11 @@ _RESET = re.compile(r"([A-Za-z_$][\w$]*)\s*=\s*(?:-?\d+(?:\.\d+)?|true|false|nul
 
 
 def _updates(name: str) -> re.Pattern:
-    """A statement that changes variable ``name``: assigns it, steps it or fills it."""
+    """A statement that changes variable ``name``: assigns it, steps it or fills it (by a
+    method, or an item at a time: ``grid[r][c] = 0``)."""
     n = re.escape(name)
-    return re.compile(rf"(?<![\w$.]){n}\s*(?:[-+*/%]?=(?!=)|\+\+|--|\.\s*(?:push|unshift|splice"
-                      rf"|set|add)\s*\()|(?:\+\+|--)\s*{n}(?![\w$])")
+    return re.compile(rf"(?<![\w$.]){n}\s*(?:\[[^\]]*\]\s*)*(?:[-+*/%]?=(?!=)|\+\+|--|\.\s*"
+                      rf"(?:push|unshift|splice|set|add)\s*\()|(?:\+\+|--)\s*{n}(?![\w$])")
 
 
 def undone_updates(g: CodeGraph, fn: int) -> list[tuple[Span, list[Span]]]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from evaluators.localize.rules import rule
 from evaluators.localize.spans_common import Ops, _Case
-from evaluators.localize.spans_errors import _line_at, _statement_head
+from evaluators.localize.spans_common import _line_at, _statement_head
 
 Span = tuple[int, int]
 # The writes that can change what each check reads. A check not listed reads any.

@@ -272,6 +272,26 @@ draw();
 </script>"""
 
 
+# The same, the grid filled an item at a time.
+UNDONE_ITEMS = """<script>
+let cells = new Array();
+function build() {
+  for (let r = 0; r < 3; r++) {
+    cells[r] = [];
+    for (let c = 0; c < 3; c++) { cells[r][c] = 0; }
+  }
+  cells[1][1] = 1;
+  cells = [];
+}
+function count() {
+  let n = 0;
+  for (let r = 0; r < 3; r++) { if (cells[r][0]) { n += 1; } }
+  return n;
+}
+build();
+console.log(count());
+</script>"""
+
 # The loop reads one point past the end, through a variable: the lookup gives undefined, and
 # the loop's bound decides the index.
 PAST_END_LOOKUP = """<script>
@@ -300,6 +320,11 @@ def rows(Row) -> dict:
             page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
                        _frames(UNDONE, "console.log(p.x);", "draw();\n</script>")),
             direct=("pts = [];",), context=("pts.push({x: 2});",)),
+        "a grid filled item by item, then emptied at the end of the function that filled it":
+            Row(UNDONE_ITEMS, "smells.undone_update",
+                page_error("uncaught TypeError: Cannot read properties of undefined (reading '0')",
+                           _frames(UNDONE_ITEMS, "if (cells[r][0])", "console.log(count());")),
+                direct=("cells = [];",), spared=("let n = 0;",)),
         "start-up code cut off by a return, and the load threw": Row(
             CUT_START, "smells.unreachable_code",
             page_error("uncaught RangeError: Maximum call stack size exceeded",

@@ -120,6 +120,60 @@ for (let i = 0; i <= rows.length; i++) {
 }
 </script>"""
 
+# A write through an item of a row: the inner index runs past the row's end.
+CELLS = """<canvas id="c"></canvas>
+<script>
+const N = 3;
+let grid = [];
+function build() {
+  grid = [];
+  for (let i = 0; i < N; i++) {
+    const row = [];
+    for (let j = 0; j < N; j++) { row.push({g: 0}); }
+    grid.push(row);
+  }
+}
+function clearCosts() {
+  const total = N * N;
+  for (let i = 0; i < N; i++) {
+    for (let j = 0; j <= N; j++) {
+      grid[i][j].g = Infinity;
+    }
+  }
+  return total;
+}
+build();
+clearCosts();
+</script>"""
+
+# The drawing context and a coordinate handed over in each other's places.
+SWAPPED = """<canvas id="c"></canvas>
+<script>
+const pen = document.getElementById('c').getContext('2d');
+function figure(g, x, y) {
+  g.save();
+  g.translate(x, y);
+  g.fillRect(0, 0, 4, 8);
+  g.restore();
+}
+function scene() {
+  const h = 10;
+  figure(0, pen, h);
+}
+scene();
+</script>"""
+
+# A number handed where a function belongs.
+NOT_CALLABLE = """<span id="out"></span>
+<script>
+function twice(n) { return 2 * n; }
+function run(fn, n) {
+  const label = 'result';
+  return fn(n);
+}
+document.getElementById('out').textContent = run(3, twice);
+</script>"""
+
 THROWS = """<script>
 function check(v) {
   if (v > 10) throw "too big";
@@ -629,6 +683,23 @@ ROWS = {
                    _frames(ITEMS, "rows[i].label")),
         direct=("for (let i = 0; i <= rows.length; i++)",),
         spared=("const list = document.getElementById('list');",)),
+    "a write through an item of a row, past the row's end": Row(
+        CELLS, "errors.undefined_items",
+        page_error("uncaught TypeError: Cannot set properties of undefined (setting 'g')",
+                   _frames(CELLS, "grid[i][j].g = Infinity;", "clearCosts();")),
+        direct=("for (let j = 0; j <= N; j++)",),
+        spared=("const total = N * N;",)),
+    "a method of a parameter that is not there: the caller handed the wrong value": Row(
+        SWAPPED, "errors.wrong_argument",
+        page_error("uncaught TypeError: g.save is not a function",
+                   _frames(SWAPPED, "g.save();", "figure(0, pen, h);", "scene();\n</script>")),
+        direct=("figure(0, pen, h);",), spared=("const h = 10;", "g.translate(x, y);")),
+    "a parameter called that is not a function": Row(
+        NOT_CALLABLE, "errors.wrong_argument",
+        page_error("uncaught TypeError: fn is not a function",
+                   _frames(NOT_CALLABLE, "return fn(n);", "run(3, twice)")),
+        direct=("document.getElementById('out').textContent = run(3, twice);",),
+        spared=("const label = 'result';",)),
     "a value thrown without a stack": Row(
         THROWS, "errors.thrown_values", page_error("uncaught Error: too big", []),
         direct=('throw "too big";',), spared=("const color = 'red';",)),
@@ -1146,6 +1217,18 @@ def test_a_record_written_before_a_field_of_the_exception_existed_reads_the_same
     for diag in (row.diagnostic, old):
         loc = localize(build_graph(row.app), diag, row.method)
         assert _overlaps(refused, _by(loc, "errors.rejected_call", "dir"))
+
+
+def test_a_record_read_before_a_widened_field_reads_the_same():
+    # `undefined_item` took only reads when earlier records were scored: their null for a
+    # write's report is taken from the report, so they are localized like new ones.
+    row = ROWS["a write through an item of a row, past the row's end"]
+    assert row.diagnostic["exception"]["undefined_item"] == "g"
+    old = dict(row.diagnostic, exception={**row.diagnostic["exception"], "undefined_item": None})
+    head = _code(row.app, "for (let j = 0; j <= N; j++)")
+    for diag in (row.diagnostic, old):
+        loc = localize(build_graph(row.app), diag, row.method)
+        assert _overlaps(head, _by(loc, "errors.undefined_items", "dir"))
 
 
 def test_a_dead_write_beside_a_live_one_is_not_blamed():

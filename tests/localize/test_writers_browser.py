@@ -52,6 +52,11 @@ def _task():
          "probe": probe([click, {"expect": "visible", "locator": "#note"}])},
         {"id": "saved", "text": "x", "kind": "dynamic", "importance": "behavior",
          "probe": probe([click, {"save": "t", "from": "#total", "read": "text"},
+                         {"assert": "equal", "left": {"var": "t"}, "right": "6"}])},
+        # An evaluated reading names its element only inside its source.
+        {"id": "evaluated", "text": "x", "kind": "dynamic", "importance": "behavior",
+         "probe": probe([click, {"save": "t", "eval":
+                                 "() => document.getElementById('total').textContent"},
                          {"assert": "equal", "left": {"var": "t"}, "right": "6"}])}]})
 
 
@@ -77,7 +82,7 @@ def _holds(spans, span) -> bool:
 def test_a_failed_check_carries_the_writes_of_its_element_and_is_blamed_on_them():
     rec = _score(trace=True)
     validate_record(rec)
-    assert [v["verdict"] for v in rec["rubrics"]] == ["fail", "fail", "fail"], rec["rubrics"]
+    assert [v["verdict"] for v in rec["rubrics"]] == ["fail"] * 4, rec["rubrics"]
     diags = {d["rubric_id"]: d for d in rec["diagnostics"] if d["kind"] == "probe_failure"}
     write, call = _at("el.textContent = String(v);"), _at("put(slots()[0], price(q));")
 
@@ -93,6 +98,8 @@ def test_a_failed_check_carries_the_writes_of_its_element_and_is_blamed_on_them(
     assert {"class", "style"} <= kinds, diags["note"]["writers"]
     # An assert on a saved reading gets the writes of the element the reading came from.
     assert any(w["kind"] == "text" for w in diags["saved"]["writers"])
+    # ... and one on an evaluated reading, those of the element its source looks up.
+    assert any(w["kind"] == "text" for w in diags["evaluated"]["writers"])
 
     out = localize_record(rec, task=_task())
     loc = {d["rubric_id"]: d for d in out["diagnostics"] if d["kind"] == "probe_failure"}
@@ -100,6 +107,7 @@ def test_a_failed_check_carries_the_writes_of_its_element_and_is_blamed_on_them(
     assert any(e["rule"] == "probe.writers" for e in loc["total"]["evidence"])
     style = _at("n.style.display = q > 1 ? 'none' : 'inline';")
     assert _holds(loc["note"]["s_dir"], style)
+    assert _holds(loc["evaluated"]["s_dir"], write)
 
 
 def test_without_tracing_no_writes_are_recorded_and_the_rule_blames_nothing():

@@ -1,0 +1,71 @@
+"""Exceptions on a parameter's value: the caller handed the function nothing, or a value
+of the wrong kind (``evaluators.localize.spans_errors`` runs these on an exception's stack).
+
+The call on the stack's next frame made the value; the function that failed only read it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from evaluators.localize.rules import rule
+from evaluators.localize.model import Span
+from evaluators.localize.spans_common import (
+    _Case, _line_at, _statement_head, Ops, exception_of,
+)
+from evaluators.localize.spans_origins import passed_values
+
+
+@rule("errors.missing_argument")
+def missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
+    """A null read of a parameter of the top frame's function: its caller passed no value.
+    The call on the next frame, and what it passed followed back to the return or lookup that
+    gave nothing (``spans_origins.passed_values``), or with no in-app frame below, the
+    registrations of the function as an event handler (the browser passes the event alone),
+    are blamed."""
+    exc = exception_of(c.d)
+    fn = c.g.enclosing_function(stmt[0])
+    if not exc.get("null_read") or fn is None or not fn.params:
+        return
+    prop = exc.get("read_property") or ""
+    code = c.g.text[stmt[0]:stmt[1]]
+    read = {r.group(1) for r in re.finditer(r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*\??\.\s*"
+                                            + re.escape(prop) + r"(?![\w$])", code)}
+    missing = [p for p in fn.params if p in read or p == exc.get("null_name")]
+    if not missing:
+        return
+    why = f"calls {fn.name or 'the function'} without a value for {missing[0]}"
+    if len(frames) > 1:
+        off = frames[1]["offset"]
+        yield from c.add("dir", _statement_head(c.g, off) or _line_at(c.g.text, off), why, by)
+        yield from passed_values(c, frames, fn, fn.params.index(missing[0]),
+                                 f"the {missing[0]} {fn.name or 'the function'} reads", by)
+        return
+    for b in c.g.event_bindings:
+        if b.handler == fn.index:
+            yield from c.add(
+                "dir", b.span, f"registers {fn.name or 'the function'} as a handler of "
+                f"'{b.event}': it is called with the event alone, no {missing[0]}", by)
+
+
+@rule("errors.wrong_argument")
+def wrong_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
+    """``p is not a function`` or ``p.m is not a function`` for a parameter ``p`` of the top
+    frame's function: its caller handed it a value of the wrong kind (arguments swapped or out
+    of place, the wrong value passed). The call on the next frame is blamed directly."""
+    exc = exception_of(c.d)
+    name = exc.get("unbound_name") or ""
+    fn = c.g.enclosing_function(stmt[0])
+    if fn is None or len(frames) < 2 or not name:  # a parameter is never "not defined"
+        return
+    param = name.split(".")[0]
+    code = c.g.text[stmt[0]:stmt[1]]
+    if param not in fn.params or not re.search(
+            r"(?<![\w$.])" + re.escape(name).replace(r"\.", r"\s*\??\.\s*") + r"(?![\w$])", code):
+        return
+    off = frames[1]["offset"]
+    method = name.partition(".")[2]
+    wanted = f"an object with {method}()" if method else "a function"
+    yield from c.add("dir", _statement_head(c.g, off) or _line_at(c.g.text, off),
+                     f"calls {fn.name or 'the function'} with a value for {param} that is not "
+                     f"{wanted}, as it expects", by)
