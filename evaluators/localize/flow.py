@@ -14,7 +14,7 @@ Each statement owns the references and calls that no inner statement of the same
 holds: a callback's body counts for the statement that passes the callback (the statement
 runs it or registers it), and the parts of a ``for (...)`` head count for the loop.
 Everything is static and approximate: no aliasing, no property-level flow beyond a write's
-root variable.
+root variable (the methods of a class share their ``this`` as one such root).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ _HEAD = re.compile(r"(?:if|for|while|switch|with)\s*(?:await\s*)?\(")
 _KEYWORD = re.compile(r"(?:else|try|do|finally)\b")
 _DECLARATION = re.compile(r"(?:export\s+)?(?:default\s+)?(?:async\s+)?(?:function|class)\b")
 _PLAIN_WRITE = re.compile(r"\s*\)*\s*=(?!=)")
-_FOLLOWED = frozenset(("var", "let", "const", "implicit", "param", "catch"))
+_FOLLOWED = frozenset(("var", "let", "const", "implicit", "param", "catch", "this"))
 
 
 @dataclasses.dataclass

@@ -26,7 +26,7 @@ class Binding:
 
     name: str
     scope: int
-    kind: str  # var, let, const, function, class, param, catch, import, implicit
+    kind: str  # var, let, const, function, class, param, catch, import, implicit, this
     decl: Span | None
     init: object | None = None  # the initializer node
     function: int | None = None  # raw function id when declared as a function
@@ -217,10 +217,19 @@ class JsCollector:
                 stack.append((c, scope, func))
             return
         root, props = path
-        if root.type == "identifier":
+        if root.type in ("identifier", "this"):
             span = self.span_of(node)
             self.member_refs.append((root.text.decode("utf-8", "replace"), scope, props, span,
                                      "r", span))
+            self._note_root(root, scope, func, stack)
+
+    def _note_root(self, root, scope, func, stack) -> None:
+        """The root of a member path is read: an identifier is walked as any other; ``this``
+        is a reference of its own (a class's methods declare it)."""
+        if root.type == "this":
+            span = self.span_of(root)
+            self.refs.append(("this", scope, span, "r", span))
+        else:
             stack.append((root, scope, func))
 
     def _write_target(self, left, site, scope, func, stack) -> None:
@@ -251,12 +260,12 @@ class JsCollector:
             if target is not left:
                 self._note_properties(target, chain=True)
             root, props = static_path(target)
-            if root.type == "identifier":
+            if root.type in ("identifier", "this"):
                 name = root.text.decode("utf-8", "replace")
                 if props:  # `state.x = v` writes state.x and reads state
                     self.member_refs.append((name, scope, props, self.span_of(target), "w",
                                              site_span))
-                    stack.append((root, scope, func))
+                    self._note_root(root, scope, func, stack)
                 else:
                     self.refs.append((name, scope, self.span_of(root), "w", site_span))
         if target is not left:  # computed parts (indices, calls) are read
@@ -360,8 +369,14 @@ class JsCollector:
         if name is not None and node.type == "class_declaration":
             self.declare(name.text.decode("utf-8", "replace"), scope, "class",
                          self.span_of(node))
+        # The methods' `this`: one name their properties are read and written through, so
+        # that a value one method stores reaches the method reading it (data flow).
+        inner = self._new_scope(scope, False)
+        self.declare("this", inner, "this", None)
         for c in node.named_children:
-            if c.type in ("class_body", "class_heritage"):
+            if c.type == "class_body":
+                stack.append((c, inner, func))
+            elif c.type == "class_heritage":
                 stack.append((c, scope, func))
 
     def _h_pair(self, node, scope, func, stack) -> None:

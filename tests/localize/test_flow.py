@@ -83,6 +83,34 @@ def test_slice_follows_data_control_calls_and_parameters():
     assert "total += i;" not in heads(g, narrow) and "render(1);" not in heads(g, narrow)
 
 
+# A class keeps its state on `this`: what one method stores, another reads.
+CLASSY = """<span id="out"></span><button id="go">go</button><script>
+class Counter {
+  constructor() { this.n = 0; this.label = 'n'; }
+  add(k) {
+    for (let i = 0; i < k; i++) { this.n += 1; }
+  }
+  show() { document.getElementById('out').textContent = this.n; }
+}
+class Other {
+  constructor() { this.n = 5; }
+}
+const c = new Counter();
+function unrelated() { const t = this.n; }
+document.getElementById('go').onclick = () => { c.add(3); c.show(); };
+</script>"""
+
+
+def test_slice_follows_a_class_s_state_through_this_between_its_methods():
+    g = build_graph(CLASSY)
+    flow = g.flow
+    seed = flow.statement_at(span("document.getElementById('out')", CLASSY)[0])
+    found = heads(g, flow.slice({seed: "seed"}, lambda fn: True))
+    assert {"this.n += 1;", "for (let i = 0; i < k; i++)", "this.n = 0;"} <= found
+    # Another class's `this`, and a plain function's, are other objects.
+    assert found.isdisjoint({"this.n = 5;", "const t = this.n;"})
+
+
 GUARDED = """<span id="out"></span><script>
 let n = 1;
 function show() {
