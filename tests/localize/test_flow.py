@@ -101,11 +101,15 @@ document.getElementById('go').onclick = () => { c.add(3); c.show(); };
 </script>"""
 
 
+def _sliced_from(app: str, seed: str) -> set[str]:
+    """What the slice of the statement at ``seed`` blames, every function allowed."""
+    g = build_graph(app)
+    k = g.flow.statement_at(span(seed, app)[0])
+    return heads(g, g.flow.slice({k: "seed"}, lambda fn: True))
+
+
 def test_slice_follows_a_class_s_state_through_this_between_its_methods():
-    g = build_graph(CLASSY)
-    flow = g.flow
-    seed = flow.statement_at(span("document.getElementById('out')", CLASSY)[0])
-    found = heads(g, flow.slice({seed: "seed"}, lambda fn: True))
+    found = _sliced_from(CLASSY, "document.getElementById('out')")
     assert {"this.n += 1;", "for (let i = 0; i < k; i++)", "this.n = 0;"} <= found
     # Another class's `this`, and a plain function's, are other objects.
     assert found.isdisjoint({"this.n = 5;", "const t = this.n;"})
@@ -124,10 +128,7 @@ show();
 
 
 def test_slice_holds_the_returns_and_throws_that_can_end_the_function_first():
-    g = build_graph(GUARDED)
-    flow = g.flow
-    seed = flow.statement_at(span("document.getElementById('out')", GUARDED)[0])
-    found = heads(g, flow.slice({seed: "seed"}, lambda fn: True))
+    found = _sliced_from(GUARDED, "document.getElementById('out')")
     assert {"return;", "if (n < 0)"} <= found  # the guard, and the condition it runs under
     assert found.isdisjoint({"throw new Error('too big');", "return n;"})  # only those before
 
