@@ -13,7 +13,10 @@ from evaluators.localize.model import Span
 from evaluators.localize.spans_common import (
     _Case, _line_at, _statement_head, Ops, exception_of,
 )
-from evaluators.localize.spans_origins import passed_values
+from evaluators.localize.spans_origins import _passed_argument, passed_values
+
+# An argument that is an item of an array (`pts[i]`): an index past the end gives undefined.
+_ITEM = re.compile(r"\s*[A-Za-z_$][\w$.]*\s*\[[^\[\]]+\]\s*$")
 
 
 @rule("errors.missing_argument")
@@ -22,7 +25,8 @@ def missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
     The call on the next frame, and what it passed followed back to the return or lookup that
     gave nothing (``spans_origins.passed_values``), or with no in-app frame below, the
     registrations of the function as an event handler (the browser passes the event alone),
-    are blamed."""
+    are blamed. Returns the call's span when what it passed is an item of an array (``f(a[i])``,
+    whose index the loops around the call may run past the end), else None."""
     exc = exception_of(c.d)
     fn = c.g.enclosing_function(stmt[0])
     if not exc.get("null_read") or fn is None or not fn.params:
@@ -37,10 +41,13 @@ def missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
     why = f"calls {fn.name or 'the function'} without a value for {missing[0]}"
     if len(frames) > 1:
         off = frames[1]["offset"]
-        yield from c.add("dir", _statement_head(c.g, off) or _line_at(c.g.text, off), why, by)
-        yield from passed_values(c, frames, fn, fn.params.index(missing[0]),
+        call = _statement_head(c.g, off) or _line_at(c.g.text, off)
+        yield from c.add("dir", call, why, by)
+        index = fn.params.index(missing[0])
+        yield from passed_values(c, frames, fn, index,
                                  f"the {missing[0]} {fn.name or 'the function'} reads", by)
-        return
+        passed = _passed_argument(c, off, fn, index)
+        return call if passed and _ITEM.match(passed[1]) else None
     for b in c.g.event_bindings:
         if b.handler == fn.index:
             yield from c.add(

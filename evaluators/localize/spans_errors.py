@@ -416,7 +416,9 @@ def _page_error_stack(c: _Case) -> Ops:
     yield from _undefined_lookup(c, head, "stack")
     yield from _runaway_recursion(c, top, "stack")
     yield from _undefined_items(c, head, "stack")
-    yield from missing_argument(c, head, frames, "stack")
+    item_call = yield from missing_argument(c, head, frames, "stack")
+    if item_call is not None:  # `f(pts[i])` handed f nothing: the loop setting i may overrun
+        yield from _index_loop(c, item_call, "stack")
     yield from wrong_argument(c, head, frames, "stack")
     yield from _unreached_writers(c, head, [f["offset"] for f in frames], "stack")
     yield from dead_writers(c, head, "stack")

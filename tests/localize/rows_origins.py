@@ -272,6 +272,21 @@ draw();
 </script>"""
 
 
+# The loop hands a function an item one past the end: the function reads a property of it.
+PAST_END_PASSED = """<script>
+const pts = [{x: 1}, {x: 2}];
+function mark(p) {
+  console.log(p.x);
+}
+function drawAll() {
+  const n = pts.length;
+  for (let i = 0; i <= n; i++) {
+    mark(pts[i]);
+  }
+}
+drawAll();
+</script>"""
+
 # The same, the grid filled an item at a time.
 UNDONE_ITEMS = """<script>
 let cells = new Array();
@@ -315,6 +330,13 @@ def rows(Row) -> dict:
                        _frames(PAST_END_LOOKUP, "console.log(p.x);", "draw();\n</script>")),
             direct=("for (let i = 0; i <= pts.length; i++)",),
             spared=("const pts = [{x: 1}, {x: 2}];",)),
+        "an item past the end handed to a function, at an index its loop sets": Row(
+            PAST_END_PASSED, "errors.lookup_index_loop",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
+                       _frames(PAST_END_PASSED, "console.log(p.x);", "mark(pts[i]);",
+                               "drawAll();\n</script>")),
+            direct=("for (let i = 0; i <= n; i++)",),
+            spared=("const n = pts.length;",)),
         "a change undone at the end of the function that made it": Row(
             UNDONE, "smells.undone_update",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
