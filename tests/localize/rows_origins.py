@@ -287,6 +287,24 @@ function drawAll() {
 drawAll();
 </script>"""
 
+# The index is a parameter: the loop that sets it is around the call, one frame down.
+INDEX_PASSED = """<script>
+const pts = [{x: 1}, {x: 2}];
+function mark(i) {
+  const p = pts[i];
+  console.log(p.x);
+}
+function drawAll() {
+  const n = pts.length;
+  for (let k = 0; k <= n; k++) {
+    mark(k);
+  }
+}
+drawAll();
+</script>"""
+ITEM_PASSED = INDEX_PASSED.replace("const p = pts[i];\n  console.log(p.x);",
+                                  "console.log(pts[i].x);")
+
 # The same, the grid filled an item at a time.
 UNDONE_ITEMS = """<script>
 let cells = new Array();
@@ -337,6 +355,18 @@ def rows(Row) -> dict:
                                "drawAll();\n</script>")),
             direct=("for (let i = 0; i <= n; i++)",),
             spared=("const n = pts.length;",)),
+        "a lookup past the end, at an index a loop down the stack passed in": Row(
+            INDEX_PASSED, "errors.lookup_index_loop",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
+                       _frames(INDEX_PASSED, "console.log(p.x);", "mark(k);",
+                               "drawAll();\n</script>")),
+            direct=("for (let k = 0; k <= n; k++)",), spared=("const n = pts.length;",)),
+        "an item past the end, at an index a loop down the stack passed in": Row(
+            ITEM_PASSED, "errors.undefined_items",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
+                       _frames(ITEM_PASSED, "console.log(pts[i].x)", "mark(k);",
+                               "drawAll();\n</script>")),
+            direct=("for (let k = 0; k <= n; k++)",), spared=("const n = pts.length;",)),
         "a change undone at the end of the function that made it": Row(
             UNDONE, "smells.undone_update",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
