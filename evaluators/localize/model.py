@@ -236,7 +236,7 @@ class Variable:
     Attributes:
         name: The name.
         kind: ``var``, ``let``, ``const``, ``function``, ``class``, ``param``, ``catch``,
-            ``import`` or ``implicit``.
+            ``import``, ``implicit``, or ``this`` (a class's methods' ``this``, one per class).
         decl: The declarator, parameter or declaration; None for implicit globals.
         is_global: Declared in the global scope (shared by every script).
         function: For a parameter, the index of its function; else None.
