@@ -26,7 +26,7 @@ from evaluators.checks.diagnostics import (Frames, caused, error_diagnostic, fai
 from evaluators.checks.extract import Extraction, extract_app
 from evaluators.checks.probe_run import PageHang, ProbeTimeout, run_probe
 from evaluators.checks.probes import ProbeRunner, StepFailure
-from evaluators.checks.record import OUTPUT_FIELDS, Kept, error_record, merge  # noqa: F401
+from evaluators.checks.record import Kept, error_record, merge
 from evaluators.checks.record import verdict as _verdict
 from evaluators.checks.reward import gated_reward
 from evaluators.checks.source import Deadline, SourceTimeout, source_diagnostics
@@ -154,10 +154,10 @@ async def _writers(runner: ProbeRunner, frames: Frames) -> list[dict]:
     own = runner.step_locator(step)
     # For an `assert`: the elements whose saved readings it compared (for an evaluated
     # reading, those its source looks up).
-    saves = compared_saves(runner.steps, step, i) if own is None else []
-    read = [[s["from"]] if s.get("from") is not None else eval_locators(s.get("eval"))
-            for s in saves]
-    specs = [own] if own is not None else [spec for specs in read for spec in specs][:2]
+    specs = [own] if own is not None else [
+        spec for s in compared_saves(runner.steps, step, i)
+        for spec in ([s["from"]] if s.get("from") is not None else eval_locators(s.get("eval")))
+    ][:2]
     out = []
     for spec in specs:
         try:

@@ -19,6 +19,12 @@ from evaluators.localize.spans_origins import _passed_argument, passed_values
 _ITEM = re.compile(r"\s*[A-Za-z_$][\w$.]*\s*\[[^\[\]]+\]\s*$")
 
 
+def _caller(c: _Case, frames: list[dict]) -> tuple[int, Span]:
+    """The offset of the call on the stack's next frame and the statement (or line) holding it."""
+    off = frames[1]["offset"]
+    return off, _statement_head(c.g, off) or _line_at(c.g.text, off)
+
+
 @rule("errors.missing_argument")
 def missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
     """A null read of a parameter of the top frame's function: its caller passed no value.
@@ -40,8 +46,7 @@ def missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
         return
     why = f"calls {fn.name or 'the function'} without a value for {missing[0]}"
     if len(frames) > 1:
-        off = frames[1]["offset"]
-        call = _statement_head(c.g, off) or _line_at(c.g.text, off)
+        off, call = _caller(c, frames)
         yield from c.add("dir", call, why, by)
         index = fn.params.index(missing[0])
         yield from passed_values(c, frames, fn, index,
@@ -70,9 +75,8 @@ def wrong_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
     if param not in fn.params or not re.search(
             r"(?<![\w$.])" + re.escape(name).replace(r"\.", r"\s*\??\.\s*") + r"(?![\w$])", code):
         return
-    off = frames[1]["offset"]
     method = name.partition(".")[2]
     wanted = f"an object with {method}()" if method else "a function"
-    yield from c.add("dir", _statement_head(c.g, off) or _line_at(c.g.text, off),
+    yield from c.add("dir", _caller(c, frames)[1],
                      f"calls {fn.name or 'the function'} with a value for {param} that is not "
                      f"{wanted}, as it expects", by)
