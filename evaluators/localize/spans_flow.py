@@ -306,7 +306,6 @@ def replace_long_functions(c: _Case, touched: set) -> Ops:
         "flow")
 
 
-
 # A counting loop: `for (let i = 0; i < n; i++)` (a `for` with a condition, not `for...of`).
 _COUNTING_FOR = re.compile(r"for\s*\([^;()]*;[^;]*[<>]")
 
