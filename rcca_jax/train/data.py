@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -57,7 +59,7 @@ def load_task_data(cfg: DataConfig, workdir: Path) -> TaskData:
     held = [tfds_tasks.decode(eval_src[i]) for i in range(len(eval_src))]
     bugged = _inject_bugs(train, cfg) if cfg.sft_bug_fraction else 0
     path = workdir / "tasks.jsonl"
-    path.write_text("".join(json.dumps(t, ensure_ascii=False) + "\n" for t in train + held), "utf-8")
+    write_atomically(path, "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in train + held))
     tasks = load_tasks(path)  # validates; errors name file, line and field
     if not train:
         raise ValueError(f"config.data.source={cfg.source!r}: no training task is left after "
@@ -65,6 +67,19 @@ def load_task_data(cfg: DataConfig, workdir: Path) -> TaskData:
     counts = {"tasks/train": len(train), "tasks/held_out": len(held), "sft/bugged": bugged}
     return TaskData(tasks, {t["id"]: t for t in train + held}, [t["id"] for t in train],
                     [t["id"] for t in held], train_src, counts)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Writes `path` whole through a temporary file beside it and a rename.
+
+    Every process of a run writes the same tasks.jsonl and reads it back; in a shared workdir
+    a plain write truncates the file under a reader that has not finished (seen as a
+    malformed last task), while a rename swaps in a complete file at once.
+    """
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.",
+                                     suffix=".tmp", delete=False) as f:
+        f.write(text)
+    os.replace(f.name, path)
 
 
 def _inject_bugs(train: list[dict], cfg: DataConfig) -> int:

@@ -40,7 +40,7 @@ def eval_task_ids(run) -> list[str]:
 
 
 def _compact(rec: dict) -> dict:
-    """The fields the tables need (records are gathered across processes)."""
+    """The fields the tables need."""
     return {"task_id": rec.get("task_id"), "status": rec.get("status"), "reward": rec.get("reward"),
             "gate": rec.get("gate"), "rubrics": [{"id": v.get("id"), "verdict": v.get("verdict")}
                                                  for v in rec.get("rubrics") or ()]}
@@ -69,13 +69,17 @@ def evaluate(run, model: Ling, tag: str, step: int) -> dict:
     _, _, scored, timing = sample_and_score(run, model, mine, key, scfg, run.process * per,
                                             localize=False)
     records = scored.records[:real * max(n, 1)]
-    gathered = [r for part in multihost.allgather_objects([_compact(r) for r in records]) for r in part]
+    # Whole records, as their lines, so process 0 writes every answer (a shared workdir has
+    # one file; a process writing only its own would leave the others' answers unwritten).
+    lines = [ln for part in multihost.allgather_objects([dumps_record(r) for r in records])
+             for ln in part]
+    gathered = [_compact(json.loads(ln)) for ln in lines]
     report = leaderboard.report(gathered, run.data.tasks)
     report["task_rewards"] = leaderboard.task_rewards(gathered)
     report["meta"] = {"tag": tag, "step": step, "tasks": len(ids), "samples": max(n, 1),
                       "greedy": n == 0, "answers": len(gathered), **timing}
     if run.process == 0:
-        _write(run, tag, report, records)
+        _write(run, tag, report, lines)
     run.log.scalars(step, {f"eval/{tag}/{k}": v for k, v in report["all"].items()
                            if isinstance(v, (int, float))})
     for part in ("by_difficulty", "by_domain"):
@@ -88,12 +92,11 @@ def evaluate(run, model: Ling, tag: str, step: int) -> dict:
     return report
 
 
-def _write(run, tag: str, report: dict, records: list[dict]) -> None:
+def _write(run, tag: str, report: dict, lines: list[str]) -> None:
     out = run.workdir / "eval" / tag
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.json").write_text(json.dumps(report, indent=2))
     (out / "report.md").write_text(f"# Held-out evaluation: {tag} (step {report['meta']['step']})\n\n"
                                    + leaderboard.report_markdown(tag, report) + "\n")
     with open(out / "records.jsonl", "w", encoding="utf-8") as f:
-        for rec in records:  # this process's answers in full (others keep theirs)
-            f.write(dumps_record(rec) + "\n")
+        f.writelines(ln + "\n" for ln in lines)  # every process's answers, in task order

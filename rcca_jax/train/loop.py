@@ -92,8 +92,11 @@ class Run:
     def _sft_data(self, examples) -> list[tuple[list[int], list[int]]]:
         cfg = self.cfg
         if cfg.data.sft_min_reward >= 0:
+            # A cache per process: processes sharing a workdir would interleave their appends,
+            # and each must find the same cache on resuming (the scoring is a collective).
+            name = "sft_rewards.jsonl" if self.processes == 1 else f"sft_rewards.process{self.process}.jsonl"
             examples, dropped = filter_by_reward(examples, cfg.data.sft_min_reward,
-                                                 self.workdir / "sft_rewards.jsonl", self._rewards)
+                                                 self.workdir / name, self._rewards)
             self.counts.update(dropped)
         out, too_long = tokenize_examples(examples, self.prompt_ids, self.policy.response_ids,
                                           cfg.seq_len)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import shutil
+import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -184,12 +185,23 @@ def localize_folder(init_from: str, cache: Path) -> Path:
     src = epath.Path(init_from)
     dst = cache / init_from[len("gs://"):].strip("/").replace("/", "_")
     done = dst / ".rcca-complete"
-    if not done.exists():
-        dst.mkdir(parents=True, exist_ok=True)
-        for f in src.iterdir():
-            if f.is_file():
-                f.copy(epath.Path(dst / f.name), overwrite=True)
-        done.write_text(init_from)
+    if done.exists():
+        return dst
+    # Copied into a folder of this process's own, then renamed whole: processes sharing the
+    # cache never read a file that another is still writing.
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{dst.name}.", suffix=".tmp", dir=cache))
+    for f in src.iterdir():
+        if f.is_file():
+            f.copy(epath.Path(tmp / f.name))
+    (tmp / done.name).write_text(init_from)
+    try:
+        tmp.rename(dst)
+    except OSError:  # another process renamed its copy first
+        shutil.rmtree(tmp, ignore_errors=True)
+        if not done.exists():
+            raise CheckpointError(f"{dst}: an incomplete copy of {init_from} (no {done.name}); "
+                                  "remove the folder to copy it again") from None
     return dst
 
 

@@ -19,8 +19,9 @@ def launcher(config: str, workdir: Path, *overrides: str, devices: int = 1, proc
              timeout: int = 1500, wait: bool = True):
     """Runs `python -m rcca_jax.launch` on `devices` CPU devices (per process).
 
-    process: (coordinator, number of processes, this process's id) for a multi-process run;
-    then the process is returned running (wait for it with `finish`).
+    process: (coordinator, number of processes, this process's id) for a multi-process run.
+    wait=False returns the process running, its output going to a log file beside `workdir`
+    (wait for it with `finish`).
     """
     cmd = [sys.executable, "-m", "rcca_jax.launch", f"--config={config}", f"--workdir={workdir}", *overrides]
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
@@ -30,9 +31,20 @@ def launcher(config: str, workdir: Path, *overrides: str, devices: int = 1, proc
         coordinator, n, pid = process
         cmd += [f"--coordinator={coordinator}", f"--num_processes={n}", f"--process_id={pid}"]
     if not wait:
-        return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True)
+        # A file, not a pipe: the pipe of a process nobody reads yet (its peer is awaited first)
+        # fills and blocks it, and its peer then waits in a collective until the run fails.
+        name = f"{workdir.name}-process{process[2] if process else 0}.log"
+        with open(workdir.parent / name, "w") as log:
+            proc = subprocess.Popen(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        proc.log = workdir.parent / name
+        return proc
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def finish(proc: subprocess.Popen, timeout: int = 1800) -> tuple[int, str]:
+    """Waits for a process started with wait=False: (its return code, the tail of its log)."""
+    code = proc.wait(timeout=timeout)
+    return code, proc.log.read_text(errors="replace")[-4000:]
 
 
 def metrics(workdir: Path) -> dict[int, dict]:

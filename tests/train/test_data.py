@@ -1,15 +1,17 @@
-"""SFT data: responses files, the held-out rule, rejection sampling with its cache, seq_len."""
+"""SFT data: responses files, the held-out rule, rejection sampling with its cache, seq_len;
+the tasks file that processes sharing a workdir write."""
 
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 
 from evaluators.tasks import FormatError
 from rcca_jax.train.config import DataConfig
 from rcca_jax.train.data import (IndexStream, SFTExample, filter_by_reward, load_task_data,
-                                 read_sft_examples, tokenize_examples)
+                                 read_sft_examples, tokenize_examples, write_atomically)
 from tests.train import mini
 
 
@@ -91,3 +93,23 @@ def test_the_testbed_puts_one_known_bug_into_a_share_of_training_references(tmp_
     assert all(td.raw[t] == clean.raw[t] for t in td.eval_ids)  # held-out tasks untouched
     examples, _ = read_sft_examples(cfg, td)  # SFT learns the bugged references
     assert {e.task_id: e.response for e in examples}[bugged[0]] == td.raw[bugged[0]]["meta"]["reference"]
+
+
+def test_tasks_file_is_never_seen_half_written(tmp_path):
+    """Processes sharing a workdir each write tasks.jsonl and read it back at once."""
+    path = tmp_path / "tasks.jsonl"
+    texts = {"".join(f'{{"id": "t{i}", "v": {k}}}\n' for i in range(20000)) for k in range(2)}
+    write_atomically(path, min(texts))
+    stop, seen = threading.Event(), []
+
+    def read():
+        while not stop.is_set():
+            seen.append(path.read_text("utf-8"))
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    for k in range(60):
+        write_atomically(path, sorted(texts)[k % 2])
+    stop.set()
+    reader.join()
+    assert len(seen) > 10 and all(s in texts for s in seen), sum(s not in texts for s in seen)

@@ -10,15 +10,16 @@ rows all score alike would make every update zero, and the comparison empty).
 
 from __future__ import annotations
 
+import json
 import socket
 
 import numpy as np
 import pytest
 
-from tests.train.conftest import launcher, metrics, mini_args
+from tests.train.conftest import finish, launcher, metrics, mini_args
 
 CONFIG = "configs/ling_flash.py:mini"
-RL = ["--config.sft.steps=0", "--config.eval.after_sft=False", "--config.eval.max_tasks=1",
+RL = ["--config.sft.steps=0", "--config.eval.after_sft=False", "--config.eval.max_tasks=2",
       "--config.train.optimizer=sgd", "--config.train.learning_rate=0.05",
       "--config.sampler.temperature=1.5"]
 KEYS = ("loss/pg", "loss/kl", "optim/grad_norm", "reward/mean", "advantage/mean_abs",
@@ -39,6 +40,13 @@ def _weights(folder) -> dict[str, np.ndarray]:
         st = SafetensorsFile(f)
         out.update({k: np.array(st.get(k)) for k in st.keys()})
     return out
+
+
+def _records(folder) -> list[str]:
+    """The task ids of an evaluation's records.jsonl, checking every record has an answer."""
+    records = [json.loads(line) for line in (folder / "records.jsonl").read_text().splitlines()]
+    assert all(r["response"] for r in records)
+    return [r["task_id"] for r in records]
 
 
 @pytest.fixture(scope="module")
@@ -65,9 +73,9 @@ def test_two_processes_equal_one(mini_files, sft_policy, tmp_path):
     coordinator = f"127.0.0.1:{_free_port()}"
     procs = [launcher(CONFIG, two, *mini_args(mini_files, sft_policy), *RL, devices=4,
                       process=(coordinator, 2, i), wait=False) for i in range(2)]
-    outs = [proc.communicate(timeout=1800) for proc in procs]
-    for proc, (_, err) in zip(procs, outs):
-        assert proc.returncode == 0, err[-4000:]
+    ends = [finish(proc) for proc in procs]
+    for i, (code, tail) in enumerate(ends):
+        assert code == 0, f"process {i} of 2 ended with {code}:\n{tail}"
 
     m1, m2 = metrics(one), metrics(two)
     assert sorted(m1) == sorted(m2) == [0, 1]
@@ -76,6 +84,9 @@ def test_two_processes_equal_one(mini_files, sft_policy, tmp_path):
     for step in (0, 1):
         for key in KEYS:
             assert m2[step][key] == pytest.approx(m1[step][key], rel=1e-5, abs=1e-7), (step, key)
+    # The held-out answers of both processes are written (one per process here), in task order.
+    r1, r2 = (_records(run / "eval" / "rl") for run in (one, two))
+    assert len(set(r1)) == 2 and r2 == r1, (r1, r2)
     init, w1, w2 = _weights(sft_policy), _weights(one / "export" / "final"), _weights(two / "export" / "final")
     moved = max(float(np.abs(w1[k] - init[k]).max()) for k in init)
     assert moved > 1e-3, moved

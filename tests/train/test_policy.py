@@ -129,3 +129,67 @@ def test_scratch_folder_is_a_released_format_checkpoint(ckpt, tmp_path):
     assert p.config.vocab_size == len(p.tokenizer) < 2048  # the BPE's size on this small corpus
     assert p.turn_end == p.tokenizer.eos_token_id
     assert not (tmp_path / "init.tmp").exists()
+
+
+def _fake_gcs(monkeypatch, bucket):
+    """gs://bucket/... read from a local folder (no network here); every other path as is."""
+    from etils import epath
+
+    real = epath.Path
+    monkeypatch.setattr(epath, "Path", lambda p: real(bucket / str(p)[len("gs://"):]
+                                                      if str(p).startswith("gs://") else p))
+
+
+def test_a_gs_checkpoint_is_copied_whole_once(tmp_path, monkeypatch):
+    from rcca_jax.train.policy import localize_folder
+
+    src = tmp_path / "bucket" / "runs" / "ling"
+    src.mkdir(parents=True)
+    (src / "config.json").write_text("{}")
+    (src / "model.safetensors").write_bytes(b"w" * 1000)
+    _fake_gcs(monkeypatch, tmp_path / "bucket")
+    cache = tmp_path / "cache"
+    dst = localize_folder("gs://runs/ling", cache)
+    assert sorted(p.name for p in dst.iterdir()) == [".rcca-complete", "config.json", "model.safetensors"]
+    assert (dst / "model.safetensors").read_bytes() == b"w" * 1000
+    assert [p.name for p in cache.iterdir()] == [dst.name]  # no copy left half-way beside it
+    (src / "model.safetensors").write_bytes(b"changed")
+    assert localize_folder("gs://runs/ling", cache) == dst  # reused, not copied again
+    assert (dst / "model.safetensors").read_bytes() == b"w" * 1000
+
+
+def test_a_gs_copy_that_loses_the_race_keeps_the_winners(tmp_path, monkeypatch):
+    """Another process sharing the cache renames its complete copy in while this one copies."""
+    from rcca_jax.train import policy
+
+    src = tmp_path / "bucket" / "ling"
+    src.mkdir(parents=True)
+    (src / "config.json").write_text('{"mine": false}')
+    _fake_gcs(monkeypatch, tmp_path / "bucket")
+    cache = tmp_path / "cache"
+    winner = cache / "ling"
+    real_mkdtemp = policy.tempfile.mkdtemp
+
+    def mkdtemp(**kw):  # the other process finishes first
+        winner.mkdir(parents=True)
+        (winner / "config.json").write_text('{"mine": true}')
+        (winner / ".rcca-complete").write_text("gs://ling")
+        return real_mkdtemp(**kw)
+
+    monkeypatch.setattr(policy.tempfile, "mkdtemp", mkdtemp)
+    assert policy.localize_folder("gs://ling", cache) == winner
+    assert (winner / "config.json").read_text() == '{"mine": true}'
+    assert [p.name for p in cache.iterdir()] == ["ling"]
+
+
+def test_an_incomplete_gs_copy_is_named_not_used(tmp_path, monkeypatch):
+    from rcca_jax.train.policy import localize_folder
+
+    (tmp_path / "bucket" / "ling").mkdir(parents=True)
+    (tmp_path / "bucket" / "ling" / "config.json").write_text("{}")
+    _fake_gcs(monkeypatch, tmp_path / "bucket")
+    (tmp_path / "cache" / "ling").mkdir(parents=True)  # left by a copy that died part-way
+    (tmp_path / "cache" / "ling" / "config.json").write_text("{")
+    with pytest.raises(CheckpointError, match=r"cache/ling: an incomplete copy of gs://ling"):
+        localize_folder("gs://ling", tmp_path / "cache")
+    assert [p.name for p in (tmp_path / "cache").iterdir()] == ["ling"]
