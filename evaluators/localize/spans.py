@@ -61,7 +61,6 @@ from evaluators.localize.spans_judge import judge_evidence, judge_naive
 from evaluators.localize.oracle import injected_bug
 from evaluators.localize.spectrum import spectrum_blame
 from evaluators.localize.rank import rank_blame
-from evaluators.localize.spans_time import timer_start_blame
 from evaluators.localize.spans_writers import writer_blame
 from evaluators.localize.spans_probe import (
     _context_step, _definite_bugs_step, _ground_step, _load_bugs_step, _probe_fallback,
@@ -103,7 +102,6 @@ _PROBE_TEXT: Chain = (Step(_probe_rules), Step(_probe_fallback, True, "fallback"
 _PROBE_GROUNDED: Chain = (Step(_probe_rules), Step(_probe_fallback, True, "fallback"),
                           Step(_ground_step, phase="grounding"),
                           Step(writer_blame, phase="grounding"),
-                          Step(timer_start_blame, phase="grounding"),
                           Step(_definite_bugs_step, phase="grounding"),
                           Step(_context_step, phase="context"))
 _ERROR_GROUNDED: Chain = (Step(_page_error_stack), Step(_load_bugs_step, phase="grounding"))

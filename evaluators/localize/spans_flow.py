@@ -304,29 +304,3 @@ def replace_long_functions(c: _Case, touched: set) -> Ops:
         lambda i: i.fn is not None and i.fn in touched and i.span == g.functions[i.fn].span
         and i.span[1] - i.span[0] > c.cfg.whole, "; narrowed to its statements in the slice",
         "flow")
-
-
-# A counting loop: `for (let i = 0; i < n; i++)` (a `for` with a condition, not `for...of`).
-_COUNTING_FOR = re.compile(r"for\s*\([^;()]*;[^;]*[<>]")
-
-
-@rule("flow.loop_never_ran")
-def loop_never_ran(c: _Case, ran: set[int] | None) -> Ops:
-    """Blames the head of a counting ``for`` loop in a function that ran during the probe
-    whose body block coverage saw skipped while the loop itself ran: its condition was false
-    for the counter's first value (a bound of the wrong variable, a string or NaN compared
-    with a number). Whatever the body was to compute never was."""
-    blocks = _skipped_blocks(c)
-    if not ran or not blocks:
-        return
-    g = c.g
-    for st in g.flow.statements:
-        if st.function not in ran or st.head == st.span or not _COUNTING_FOR.match(
-                g.text, st.head[0], st.head[1]):
-            continue
-        gap = g.text[st.head[1]:st.span[1]]
-        body = (st.head[1] + len(gap) - len(gap.lstrip()), st.span[1])
-        if _inside(body, blocks) and not _inside(st.head, blocks):
-            yield from c.add("dir", st.head, "its body never ran during the probe, though the "
-                             "loop was reached: its condition was false from the start",
-                             "coverage", st.function)

@@ -25,7 +25,7 @@ from evaluators.localize.spans_common import (
     _fn_at, _other_writes, _write_keys, _writes, Ops, ran_functions, similar_names,
 )
 from evaluators.localize.spans_errors import _loops
-from evaluators.localize.spans_flow import load_functions, loop_never_ran, narrow_to_slice
+from evaluators.localize.spans_flow import load_functions, narrow_to_slice
 from evaluators.localize.spans_forward import follow_actor_value
 from evaluators.localize.spans_origins import library_render
 from evaluators.localize.spans_smells import (
@@ -389,9 +389,6 @@ def _definite_bugs_step(c: _Case) -> Ops:
     yield from misspelled_properties(c, ran)
     yield from unreachable_code(c, ran)
     yield from loop_never_runs(c, ran)
-    # Only the functions coverage saw run: of a load function counted as run above, the
-    # probe's block counts say nothing about how its loops went at load.
-    yield from loop_never_ran(c, c.ran)
     yield from undone_update(c, ran)
     yield from dead_element_writes(c)
 

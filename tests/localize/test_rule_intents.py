@@ -990,72 +990,6 @@ ROWS["the latest write of what the failed check read"] = Row(
                  _write("style", "el.style[k] = v;", "paint(slot(), 'display', 'none');")]},
     direct=("el.style[k] = v;",), spared=("el[k] = v;",))
 
-# The run should end by itself half a second after Play, but the timer that ends it is set
-# for five seconds. The check waited after the click; `play` ran.
-TIMED = """<button id="play">Play</button><button id="pause" disabled>Pause</button>
-<script>
-let timer = null;
-const pauseBtn = document.getElementById('pause');
-function finish() { pauseBtn.disabled = true; }
-function play() {
-  pauseBtn.disabled = false;
-  // padding: a function this long is narrowed to its slice instead of blamed whole.......
-  // padding: a function this long is narrowed to its slice instead of blamed whole.......
-  // padding: a function this long is narrowed to its slice instead of blamed whole.......
-  // padding: a function this long is narrowed to its slice instead of blamed whole.......
-  timer = setTimeout(finish, 5000);
-}
-function pause() { clearTimeout(timer); finish(); }
-document.getElementById('play').addEventListener('click', play);
-pauseBtn.addEventListener('click', pause);
-</script>"""
-_TIMED_PROBE = {"steps": [{"do": "click", "locator": "#play"}, {"wait_ms": 800},
-                          {"expect": "disabled", "locator": "#pause"}]}
-
-ROWS["a check that waited after acting: the timers the code that ran starts"] = Row(
-    TIMED, "probe.timer_starts",
-    {**probe_failure(_TIMED_PROBE["steps"][2], _TIMED_PROBE["steps"][0],
-                     coverage=_ran(TIMED, "play")), "step_index": 2},
-    probe=_TIMED_PROBE, direct=("timer = setTimeout(finish, 5000);",),
-    spared=("function finish() { pauseBtn.disabled = true; }",))
-
-# The inner loop compares its counter with the mode's name, a string: it never runs, so no
-# source is ever found (the check read what is drawn from them). Coverage saw its body
-# skipped while the outer loop ran; no data flow leads from the checked write to the loop.
-NEVER_RAN = """<div id="out">-</div><button id="go">go</button>
-<script>
-let mode = 'manhattan';
-const grid = [[0, 1], [1, 0]];
-let marks = [];
-function sources() {
-  const found = [];
-  for (let r = 0; r < grid.length; r++) {
-    for (let c = 0; c < mode; c++) {
-      if (grid[r][c]) { found.push([r, c]); }
-    }
-  }
-  marks = found;
-  // padding: a function this long is narrowed to its slice instead of blamed whole.......
-  // padding: a function this long is narrowed to its slice instead of blamed whole.......
-  // padding: a function this long is narrowed to its slice instead of blamed whole.......
-  document.getElementById('out').textContent = 'ready';
-}
-document.getElementById('go').addEventListener('click', sources);
-</script>"""
-
-
-def _never_ran(skipped: str) -> dict:
-    at = NEVER_RAN.index(skipped)
-    return {**probe_failure({"expect": "text", "locator": "#out", "value": "2 sources"},
-                            {"do": "click", "locator": "#go"}),
-            "coverage": {**_ran(NEVER_RAN, "sources"), "skipped": [[at, at + len(skipped)]]}}
-
-
-_INNER_BODY = "{\n      if (grid[r][c]) { found.push([r, c]); }\n    }"
-ROWS["a counting loop whose body coverage saw skipped, though the loop ran"] = Row(
-    NEVER_RAN, "flow.loop_never_ran", _never_ran(_INNER_BODY),
-    direct=("for (let c = 0; c < mode; c++)",), spared=("const grid = [[0, 1], [1, 0]];",))
-
 # The recorded write starts a slice that follows what flowed into it: the value came back
 # from `cost`, which no stack of the write shows and nothing names after the element.
 FLOWED = """<span id="total">0</span><button id="go">go</button>
@@ -1259,41 +1193,6 @@ def test_every_rule_states_its_intent():
     stated |= {"probe.rank"}
     stated |= {rid for rid in RULES if f'"{rid}"' in table}
     assert sorted(set(RULES) - stated) == []
-
-
-def test_a_loop_never_reached_is_no_loop_that_never_ran():
-    # The outer loop's body skipped as a whole: the inner loop was never reached, so its
-    # condition says nothing; the outer loop's does.
-    outer = NEVER_RAN[NEVER_RAN.index("{\n    for (let c"):NEVER_RAN.index("  }\n  marks")]
-    loc = localize(build_graph(NEVER_RAN), _never_ran(outer + "  }"), "grounded")
-    by_rule = [tuple(e["span"]) for e in loc.evidence if "flow.loop_never_ran" in rules_of(e)]
-    assert by_rule == [_code(NEVER_RAN, "for (let r = 0; r < grid.length; r++)")]
-
-
-def test_a_wait_before_the_action_is_no_wait_for_the_page():
-    # Waiting for the page to settle before clicking says nothing about timers.
-    steps = [{"wait_ms": 800}, {"do": "click", "locator": "#play"},
-             {"expect": "disabled", "locator": "#pause"}]
-    diagnostic = {**probe_failure(steps[2], steps[1], coverage=_ran(TIMED, "play")),
-                  "step_index": 2}
-    loc = localize(build_graph(TIMED), diagnostic, "grounded", {"steps": steps})
-    assert not any("probe.timer_starts" in rules_of(e) for e in loc.evidence)
-
-
-def test_with_no_action_the_start_up_timers_are_blamed_not_the_handles_declaration():
-    app = """<div id="clock">0</div>
-<script>
-let n = 0;
-let timer = null;
-function tick() { n++; document.getElementById('clock').textContent = n; }
-function stop() { clearInterval(timer); }
-timer = setInterval(tick, 60000);
-</script>"""
-    steps = [{"wait_ms": 800}, {"expect": "text", "locator": "#clock", "value": "8"}]
-    diagnostic = {**probe_failure(steps[1], None, coverage=_ran(app)), "step_index": 1}
-    loc = localize(build_graph(app), diagnostic, "grounded", {"steps": steps})
-    blamed = [tuple(e["span"]) for e in loc.evidence if "probe.timer_starts" in rules_of(e)]
-    assert blamed == [_code(app, "timer = setInterval(tick, 60000);")]
 
 
 def test_an_exception_name_with_its_report_prefix_reads_as_the_constructor_name():
