@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -41,10 +42,22 @@ def launcher(config: str, workdir: Path, *overrides: str, devices: int = 1, proc
     return subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=timeout, env=env)
 
 
-def finish(proc: subprocess.Popen, timeout: int = 1800) -> tuple[int, str]:
-    """Waits for a process started with wait=False: (its return code, the tail of its log)."""
-    code = proc.wait(timeout=timeout)
-    return code, proc.log.read_text(errors="replace")[-4000:]
+def finish(procs: list[subprocess.Popen], timeout: int = 1800) -> list[tuple[int, str]]:
+    """Waits for processes started with wait=False: (return code, tail of the log) of each.
+
+    Those still running `timeout` seconds from now are killed and reported (code -9): a
+    process waiting for a peer that died would otherwise outlive the test.
+    """
+    deadline = time.monotonic() + timeout
+    out = []
+    for proc in procs:
+        try:
+            code = proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+        out.append((code, proc.log.read_text(errors="replace")[-4000:]))
+    return out
 
 
 def metrics(workdir: Path) -> dict[int, dict]:

@@ -73,7 +73,7 @@ def test_two_processes_equal_one(mini_files, sft_policy, tmp_path):
     coordinator = f"127.0.0.1:{_free_port()}"
     procs = [launcher(CONFIG, two, *mini_args(mini_files, sft_policy), *RL, devices=4,
                       process=(coordinator, 2, i), wait=False) for i in range(2)]
-    ends = [finish(proc) for proc in procs]
+    ends = finish(procs)
     for i, (code, tail) in enumerate(ends):
         assert code == 0, f"process {i} of 2 ended with {code}:\n{tail}"
 
