@@ -25,6 +25,9 @@ def _caller(c: _Case, frames: list[dict]) -> tuple[int, Span]:
     return off, _statement_head(c.g, off) or _line_at(c.g.text, off)
 
 
+_SUBSCRIPTED = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*(?:\?\.)?\s*\[")
+
+
 @rule("errors.missing_argument")
 def missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
     """A null read of a parameter of the top frame's function: its caller passed no value.
@@ -41,6 +44,10 @@ def missing_argument(c: _Case, stmt: Span, frames: list[dict], by: str) -> Ops:
     code = c.g.text[stmt[0]:stmt[1]]
     read = {r.group(1) for r in re.finditer(r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*\??\.\s*"
                                             + re.escape(prop) + r"(?![\w$])", code)}
+    if not read and not re.search(r"\.\s*" + re.escape(prop) + r"(?![\w$])", code):
+        # `p[i]` of undefined: the message names the key read ('0'), not the subscript's text
+        # (while `p[i].x` names 'x': then the item is what is missing, not p).
+        read = set(_SUBSCRIPTED.findall(code))
     missing = [p for p in fn.params if p in read or p == exc.get("null_name")]
     if not missing:
         return

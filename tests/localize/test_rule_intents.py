@@ -584,6 +584,21 @@ function draw(list) {
 draw(items(20));
 </script>"""
 
+# The same, read by index (`ys[i]`): the message names the index read ('0'), not the variable.
+ITEM_OF_NOTHING = """<canvas id="c"></canvas><script>
+function smooth(v) {
+  if (v.length > 2) return;
+  return v.map((x) => x / 2);
+}
+function plot(ys) {
+  const g = document.getElementById('c').getContext('2d');
+  for (let i = 0; i < 3; i++) g.fillRect(i, ys[i], 1, 1);
+}
+const raw = [1, 2, 3];
+const soft = smooth(raw);
+plot(soft);
+</script>"""
+
 # shape() calls one of SHAPES by key; the one asked for returns nothing. `line` gives its
 # expression (an arrow without braces): not a function that returns nothing.
 BY_KEY = """<canvas id="c"></canvas><script>
@@ -924,6 +939,11 @@ ROWS = {
         page_error("uncaught TypeError: Cannot read properties of undefined (reading 'length')",
                    _frames(PASSED_NOTHING, "list.length", "draw(items(20));")),
         direct=("return;", "draw(items(20));")),
+    "an item of a parameter read unset, passed from a call that returned nothing": Row(
+        ITEM_OF_NOTHING, "errors.missing_argument",
+        page_error("uncaught TypeError: Cannot read properties of undefined (reading '0')",
+                   _frames(ITEM_OF_NOTHING, "ys[i]", "plot(soft);")),
+        direct=("return;", "plot(soft);"), spared=("const raw = [1, 2, 3];",)),
     "a value read from a call by key that returned nothing": Row(
         BY_KEY, "errors.returned_nothing",
         page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
@@ -1248,3 +1268,14 @@ def test_an_arrow_that_gives_its_expression_is_not_said_to_return_nothing():
     line = _code(BY_KEY, "(r) => ({x: r})")
     assert not any("returns nothing" in e["why"] and _overlaps(line, [tuple(e["span"])])
                    for e in loc.evidence)
+
+
+def test_a_missing_item_of_a_parameter_does_not_blame_the_call_that_passed_it():
+    # `ys[i].y` names 'y': ys came, one of its items did not (an index past the end).
+    app = ITEM_OF_NOTHING.replace("ys[i], 1, 1", "ys[i].y, 1, 1").replace(
+        "return v.map((x) => x / 2);", "return v.map((x) => ({y: x / 2}));").replace(
+        "if (v.length > 2) return;\n", "").replace("i < 3", "i <= 3")
+    loc = localize(build_graph(app), page_error(
+        "uncaught TypeError: Cannot read properties of undefined (reading 'y')",
+        _frames(app, "ys[i].y", "plot(soft);")), "grounded", None)
+    assert not any("errors.missing_argument" in rules_of(e) for e in loc.evidence)
