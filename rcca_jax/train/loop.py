@@ -94,7 +94,8 @@ class Run:
         if cfg.data.sft_min_reward >= 0:
             # A cache per process: processes sharing a workdir would interleave their appends,
             # and each must find the same cache on resuming (the scoring is a collective).
-            name = "sft_rewards.jsonl" if self.processes == 1 else f"sft_rewards.process{self.process}.jsonl"
+            name = ("sft_rewards.jsonl" if self.processes == 1
+                    else f"sft_rewards.process{self.process}.jsonl")
             examples, dropped = filter_by_reward(examples, cfg.data.sft_min_reward,
                                                  self.workdir / name, self._rewards)
             self.counts.update(dropped)
