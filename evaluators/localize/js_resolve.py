@@ -62,6 +62,9 @@ class JsResolver:
         self._cache: dict[tuple[str, int], int | None] = {}
         self.holders: dict[tuple, set[int]] = {}
         self.string_values: dict[int, list[str]] = {}
+        # (binding, field) -> the field's value in each object of a literal table the binding
+        # runs over (None where an object lacks it or it is not a literal string)
+        self.field_values: dict[tuple[int, str], list[str | None]] = {}
         tags = {}
         for e in elements:
             tags.setdefault(e.tag, e.index)
@@ -142,13 +145,40 @@ class JsResolver:
         values = [literal_string(c) for c in node.named_children if c.type != "comment"]
         return values if values and all(v is not None for v in values) else None
 
+    def _array_objects(self, node, scope: int) -> list[dict[str, str | None]] | None:
+        """The fields of a literal array of object literals (``[{id: 'a'}, ...]``), each
+        field's value when it is a literal string, else None."""
+        node = unwrap(node)
+        if node is not None and node.type == "identifier":
+            b = self._binding_of(node, scope)
+            node = unwrap(self.col.bindings[b].init) if b is not None else None
+        items = [c for c in node.named_children if c.type != "comment"] if node is not None \
+            and node.type == "array" else []
+        if not items or any(c.type != "object" for c in items):
+            return None
+        out = []
+        for obj in items:
+            fields = {}
+            for pair in (c for c in obj.named_children if c.type == "pair"):
+                key = pair.child_by_field_name("key")
+                name = literal_string(key) if key.type == "string" else self.text_of(key)
+                fields[name] = literal_string(unwrap(pair.child_by_field_name("value")))
+            out.append(fields)
+        return out
+
     def _collect_string_values(self) -> None:
-        """``['a', 'b'].forEach(id => ...)`` and ``for (const id of [...])`` bind literals."""
+        """``['a', 'b'].forEach(id => ...)`` and ``for (const id of [...])`` bind literals;
+        over a table of objects (``[{id: 'a'}, ...].forEach(r => ...)``), their fields."""
         for target, iterable, scope in self.col.iterations:
             b = target if isinstance(target, int) else self._first_param(target)
+            if b is None:
+                continue
             values = self._array_strings(iterable, scope)
-            if b is not None and values:
+            if values:
                 self.string_values.setdefault(b, []).extend(values)
+            rows = self._array_objects(iterable, scope) or []
+            for name in dict.fromkeys(n for r in rows for n in r):
+                self.field_values.setdefault((b, name), []).extend(r.get(name) for r in rows)
 
     def _first_param(self, callback) -> int | None:
         raw = self.col.function_at.get(node_key(callback))
@@ -183,6 +213,13 @@ class JsResolver:
                     return [re.escape(v) for v in dict.fromkeys(known)], True
                 if init is not None and init.type == "number":  # a counter: `'b' + i`
                     return [_NUMBER], False
+            return [".*"], False
+        if t == "member_expression":  # `r.id`, r running over a table of objects
+            field = node.child_by_field_name("property")
+            b = self._binding_of(node.child_by_field_name("object"), scope)
+            known = self.field_values.get((b, self.text_of(field))) if b is not None else None
+            if known and all(v is not None for v in known):
+                return [re.escape(v) for v in dict.fromkeys(known)], True
             return [".*"], False
         if t == "binary_expression":
             op = node.child_by_field_name("operator")

@@ -501,3 +501,30 @@ window.onload = function () {
     bad = app.index("inputN.values = val;")
     assert any("smells.misspelled_property" in rules_of(e) and e["set"] == "dir"
                and e["span"][0] <= bad < e["span"][1] for e in loc.evidence)
+
+
+TABLE = """<input id="a" type="range"><span id="a-val"></span>
+<input id="b" type="range"><span id="b-val"></span><span id="c-val"></span>
+<script>
+const rows = [{id: 'a', out: 'a-val'}, {id: 'b', 'out': "b-val"}];
+rows.forEach(r => {
+  const input = document.getElementById(r.id);
+  input.addEventListener('input', () => { document.getElementById(r.out).textContent = input.value; });
+});
+for (const r of [{id: 'a'}, {id: 'b', note: 1}]) document.getElementById(r.id).disabled = true;
+[{id: 'a'}, {name: 'x'}].forEach(r => document.getElementById(r.id).title = 't');
+</script>"""
+
+
+def test_ids_from_a_table_of_objects():
+    """`rows.forEach(r => getElementById(r.id))` over literal objects reaches their ids."""
+    g = build_graph(TABLE)
+    ids = {e.id: e.index for e in g.elements if e.id}
+    assert [(q.elements, q.exact) for q in g.dom_queries] == [
+        ((ids["a"], ids["b"]), True),
+        ((ids["a-val"], ids["b-val"]), True),
+        ((ids["a"], ids["b"]), True),
+        # An object without the field: its value is unknown, as before.
+        ((), False),
+    ]
+    assert [b.elements for b in g.event_bindings] == [(ids["a"], ids["b"])]
