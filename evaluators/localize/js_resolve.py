@@ -135,25 +135,24 @@ class JsResolver:
 
     # -- literal strings ---------------------------------------------------------------------
 
-    def _array_strings(self, node, scope: int) -> list[str] | None:
+    def _array_items(self, node, scope: int) -> list:
+        """The items of a literal array, given as is or by the variable it initialises."""
         node = unwrap(node)
         if node is not None and node.type == "identifier":
             b = self._binding_of(node, scope)
             node = unwrap(self.col.bindings[b].init) if b is not None else None
         if node is None or node.type != "array":
-            return None
-        values = [literal_string(c) for c in node.named_children if c.type != "comment"]
+            return []
+        return [c for c in node.named_children if c.type != "comment"]
+
+    def _array_strings(self, node, scope: int) -> list[str] | None:
+        values = [literal_string(c) for c in self._array_items(node, scope)]
         return values if values and all(v is not None for v in values) else None
 
     def _array_objects(self, node, scope: int) -> list[dict[str, str | None]] | None:
         """The fields of a literal array of object literals (``[{id: 'a'}, ...]``), each
         field's value when it is a literal string, else None."""
-        node = unwrap(node)
-        if node is not None and node.type == "identifier":
-            b = self._binding_of(node, scope)
-            node = unwrap(self.col.bindings[b].init) if b is not None else None
-        items = [c for c in node.named_children if c.type != "comment"] if node is not None \
-            and node.type == "array" else []
+        items = self._array_items(node, scope)
         if not items or any(c.type != "object" for c in items):
             return None
         out = []
