@@ -31,8 +31,11 @@ from evaluators.localize.spans_common import (
 from evaluators.localize.spans_calls import (
     _library_arguments, _rejected_call,
 )
+from evaluators.localize.spans_loops import (
+    caller_index_loop, data_index_loop, index_loop_head, loop_heads,
+)
 from evaluators.localize.spans_origins import (
-    _passed_argument, gives_nothing, library_got_nothing, library_inputs,
+    gives_nothing, library_got_nothing, library_inputs,
 )
 from evaluators.localize.spans_smells import dead_writers
 from evaluators.localize.spans_unset import _unset_state, unset_state_at
@@ -158,9 +161,11 @@ def _index_loop(c: _Case, stmt: Span, by: str) -> Ops:
     fn = g.enclosing_function(stmt[0])
     scope = fn.span if fn is not None else g.region
     index = " ".join(m.group(1) for m in _SUBSCRIPT.finditer(g.text, *stmt))
-    head = (_index_loop_head(g, stmt[0], scope, index)
-            or _caller_index_loop(c, stmt[0], index)) if index else None
+    head = (index_loop_head(g, stmt[0], scope, index)
+            or caller_index_loop(c, stmt[0], index)) if index else None
     yield from c.add("dir", head, "loop whose index the lookup that gave undefined reads", by)
+    if index and head is None:
+        yield from data_index_loop(c, stmt[0], index, by)
 
 
 @rule("errors.runaway_recursion")
@@ -195,55 +200,6 @@ def _runaway_recursion(c: _Case, top: int, by: str) -> Ops:
                 yield from unset_state_at(c, stmt, [call.span[0]], by)
 
 
-def _loop_heads(g: CodeGraph, offset: int, scope: Span) -> list[Span]:
-    """Heads of the loops around ``offset`` inside ``scope``, innermost first."""
-    flow = g.flow
-    k = flow.statement_at(offset)
-    out = []
-    while k is not None:
-        k = flow.statements[k].parent
-        if k is None or not scope[0] <= flow.statements[k].span[0]:
-            break
-        st = flow.statements[k]
-        if re.match(r"(?:for|while|do)\b", g.text[st.span[0]:st.span[0] + 6]):
-            out.append(st.head)
-    return out
-
-
-def _index_loop_head(g: CodeGraph, offset: int, scope: Span, index: str) -> Span | None:
-    """The innermost loop head around ``offset`` inside ``scope`` that names a variable of
-    the subscript ``index``: where that index is set; None if no loop does."""
-    names = set(re.findall(r"[A-Za-z_$][\w$]*", index))
-    return next((head for head in _loop_heads(g, offset, scope)
-                 if names & set(re.findall(r"[A-Za-z_$][\w$]*", g.text[head[0]:head[1]]))),
-                None)
-
-
-def _caller_index_loop(c: _Case, offset: int, index: str) -> Span | None:
-    """When the subscript ``index`` at ``offset`` names a parameter of a function on the
-    exception's stack, the loop around that function's call on the next frame whose head names
-    the argument passed for it (followed down while that argument is a parameter again): the
-    index is set there (``for (k ...) draw(k)`` and ``pts[i]`` in ``draw(i)``)."""
-    g = c.g
-    frames = [f["offset"] for f in c.d.get("frames") or ()
-              if f.get("in_app") and isinstance(f.get("offset"), int)]
-    fn = g.enclosing_function(offset)
-    depth = next((i for i, at in enumerate(frames) if g.enclosing_function(at) is fn), None)
-    names = set(_NAME.findall(index))
-    for at in frames[depth + 1:] if fn is not None and depth is not None else ():
-        params = [p for p in fn.params if p in names]
-        passed = _passed_argument(c, at, fn, fn.params.index(params[0])) if params else None
-        if not passed:
-            return None
-        caller = g.enclosing_function(at)
-        head = _index_loop_head(g, at, caller.span if caller else g.region, passed[1])
-        if head is not None or caller is None:
-            return head
-        fn, names = caller, set(_NAME.findall(passed[1]))
-    return None
-
-
-_NAME = re.compile(r"[A-Za-z_$][\w$]*")
 _ITERATED = re.compile(r"(?:\]\s*=|\bof)\s*([A-Za-z_$][\w$]*)\s*\[([^\[\]]+)\]")
 
 
@@ -279,12 +235,14 @@ def _undefined_items(c: _Case, stmt: Span, by: str) -> Ops:
             fill = g.enclosing_statement(at)
             if fill is not None and fill[1] - fill[0] <= c.cfg.fill_limit:
                 yield from c.add("dir", fill, why, by)
-            for head in _loop_heads(g, at, scope):
+            for head in loop_heads(g, at, scope):
                 yield from c.add(
                     "dir", head, f"loop that decides which items of {base} are filled", by)
-        head = _index_loop_head(g, stmt[0], scope, index) or _caller_index_loop(c, stmt[0], index)
+        head = index_loop_head(g, stmt[0], scope, index) or caller_index_loop(c, stmt[0], index)
         if head is not None:
             yield from c.add("dir", head, f"loop whose index reads {base}[{index.strip()}]", by)
+        else:
+            yield from data_index_loop(c, stmt[0], index, by)
 
 
 def reachable_functions(g: CodeGraph) -> set[int]:

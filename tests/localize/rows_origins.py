@@ -339,9 +339,99 @@ draw();
 </script>"""
 
 
+# A grid whose cells keep their row in a data attribute: the loop making the cells runs one row
+# past the table, and the read of `cells[r]` (r from the attribute) gives undefined.
+DATA_ROW = """<div id="grid"></div><script>
+const rows = 3, cols = 2;
+const cells = [];
+for (let r = 0; r < rows; r++) {
+  cells[r] = [];
+  for (let c = 0; c < cols; c++) { cells[r][c] = 0; }
+}
+const grid = document.getElementById('grid');
+for (let r = 0; r <= rows; r++) {
+  for (let j = 0; j < cols; j++) {
+    const cell = document.createElement('div');
+    cell.dataset.row = r;
+    cell.dataset.col = j;
+    grid.appendChild(cell);
+  }
+}
+function render() {
+  Array.from(grid.children).forEach(cell => {
+    const r = parseInt(cell.dataset.row, 10);
+    const c = parseInt(cell.dataset.col, 10);
+    cell.textContent = cells[r][c];
+  });
+}
+render();
+</script>"""
+
+# The same, the attribute set by a helper the loop calls, and read with getAttribute.
+DATA_ROW_HELPER = """<div id="grid"></div><script>
+const rows = 3, cols = 2;
+const cells = [];
+for (let r = 0; r < rows; r++) { cells.push([0, 0]); }
+const grid = document.getElementById('grid');
+function makeCell(row, col) {
+  const el = document.createElement('div');
+  el.setAttribute('data-row', row);
+  el.setAttribute('data-col', col);
+  grid.appendChild(el);
+}
+for (let i = 0; i <= rows; i++) {
+  for (let j = 0; j < cols; j++) { makeCell(i, j); }
+}
+function render() {
+  for (const el of grid.children) {
+    const r = Number(el.getAttribute('data-row'));
+    el.textContent = cells[r][0];
+  }
+}
+render();
+</script>"""
+
+# The same, the cells written as markup: the row is in the template.
+DATA_ROW_MARKUP = """<div id="grid"></div><script>
+const rows = 3;
+const values = [1, 2, 3];
+const grid = document.getElementById('grid');
+let html = '';
+for (let i = 0; i <= rows; i++) {
+  html += `<div class="cell" data-row="${i}"></div>`;
+}
+grid.innerHTML = html;
+grid.querySelectorAll('.cell').forEach(cell => {
+  const item = values[+cell.dataset.row];
+  cell.textContent = item.toFixed(1);
+});
+</script>"""
+
+
 def rows(Row) -> dict:
     """The rows, built with ``test_rule_intents.Row``."""
     return {
+        "an item past the end, at an index read from the data attribute a loop wrote": Row(
+            DATA_ROW, "errors.data_index_loop",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading '0')",
+                       _frames(DATA_ROW, "cell.textContent = cells[r][c];",
+                               "Array.from(grid.children)", "render();\n</script>")),
+            direct=("for (let r = 0; r <= rows; r++)",),
+            spared=("for (let j = 0; j < cols; j++)", "const rows = 3, cols = 2;")),
+        "the same, the attribute set by a helper the loop calls": Row(
+            DATA_ROW_HELPER, "errors.data_index_loop",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading '0')",
+                       _frames(DATA_ROW_HELPER, "el.textContent = cells[r][0];",
+                               "render();\n</script>")),
+            direct=("for (let i = 0; i <= rows; i++)",),
+            spared=("for (let j = 0; j < cols; j++)",)),
+        "the same, the attribute written in the cells' markup": Row(
+            DATA_ROW_MARKUP, "errors.data_index_loop",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading "
+                       "'toFixed')",
+                       _frames(DATA_ROW_MARKUP, "cell.textContent = item.toFixed(1);",
+                               "grid.querySelectorAll('.cell')")),
+            direct=("for (let i = 0; i <= rows; i++)",), spared=("const values = [1, 2, 3];",)),
         "a lookup past the end, at an index its loop sets": Row(
             PAST_END_LOOKUP, "errors.lookup_index_loop",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",

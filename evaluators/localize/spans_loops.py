@@ -1,0 +1,134 @@
+"""Loops that decide an index: the heads blamed for an item read past the end of an array.
+
+Part of ``evaluators.localize.spans``. An index is set by the head of a loop around the read
+(``for (let i = 0; i <= n; i++) pts[i]``), by a loop around the call that passed it in (found
+on the exception's stack), or, when the code kept it on an element (``cell.dataset.row = r``
+in the loop that made the cells, ``parseInt(cell.dataset.row)`` where it is read), by the loop
+around the write of that data attribute: the index crosses the page there, where no
+variable's data flow follows it.
+"""
+
+from __future__ import annotations
+
+import re
+
+from evaluators.localize.graph import CodeGraph
+from evaluators.localize.model import Span
+from evaluators.localize.rules import rule
+from evaluators.localize.spans_common import Ops, _Case
+from evaluators.localize.spans_origins import _passed_argument
+
+_NAME = re.compile(r"[A-Za-z_$][\w$]*")
+# A data attribute read: `el.dataset.row`, `el.dataset['row']`, `el.getAttribute('data-row')`.
+_DATA_READ = re.compile(r"\.\s*dataset\s*(?:\.\s*([A-Za-z_$][\w$]*)|\[\s*['\"]([\w-]+)['\"]\s*\])"
+                        r"|getAttribute\s*\(\s*['\"]data-([\w-]+)['\"]")
+# Writes of a data attribute found in a script, per attribute: the value written is group 1.
+_DATA_WRITES = (
+    r"\.\s*dataset\s*(?:\.\s*{camel}|\[\s*['\"]{camel}['\"]\s*\])\s*=(?![=>])\s*([^;\n]+)",
+    r"setAttribute\s*\(\s*['\"]data-{kebab}['\"]\s*,\s*([^)\n]+)\)",
+    r"data-{kebab}\s*=\s*\\?['\"]?\$\{{([^}}]+)\}}",  # a template: data-row="${r}"
+    r"data-{kebab}\s*=\s*\\?['\"]?['\"]\s*\+\s*([^+\n]+)\+",  # concatenated: '... data-row="' + r + '"'
+)
+
+
+def loop_heads(g: CodeGraph, offset: int, scope: Span) -> list[Span]:
+    """Heads of the loops around ``offset`` inside ``scope``, innermost first."""
+    flow = g.flow
+    k = flow.statement_at(offset)
+    out = []
+    while k is not None:
+        k = flow.statements[k].parent
+        if k is None or not scope[0] <= flow.statements[k].span[0]:
+            break
+        st = flow.statements[k]
+        if re.match(r"(?:for|while|do)\b", g.text[st.span[0]:st.span[0] + 6]):
+            out.append(st.head)
+    return out
+
+
+def index_loop_head(g: CodeGraph, offset: int, scope: Span, index: str) -> Span | None:
+    """The innermost loop head around ``offset`` inside ``scope`` that names a variable of
+    the subscript ``index``: where that index is set; None if no loop does."""
+    names = set(_NAME.findall(index))
+    return next((head for head in loop_heads(g, offset, scope)
+                 if names & set(_NAME.findall(g.text[head[0]:head[1]]))), None)
+
+
+def caller_index_loop(c: _Case, offset: int, index: str) -> Span | None:
+    """When the subscript ``index`` at ``offset`` names a parameter of a function on the
+    exception's stack, the loop around that function's call on the next frame whose head names
+    the argument passed for it (followed down while that argument is a parameter again): the
+    index is set there (``for (k ...) draw(k)`` and ``pts[i]`` in ``draw(i)``)."""
+    g = c.g
+    frames = [f["offset"] for f in c.d.get("frames") or ()
+              if f.get("in_app") and isinstance(f.get("offset"), int)]
+    fn = g.enclosing_function(offset)
+    depth = next((i for i, at in enumerate(frames) if g.enclosing_function(at) is fn), None)
+    names = set(_NAME.findall(index))
+    for at in frames[depth + 1:] if fn is not None and depth is not None else ():
+        params = [p for p in fn.params if p in names]
+        passed = _passed_argument(c, at, fn, fn.params.index(params[0])) if params else None
+        if not passed:
+            return None
+        caller = g.enclosing_function(at)
+        head = index_loop_head(g, at, caller.span if caller else g.region, passed[1])
+        if head is not None or caller is None:
+            return head
+        fn, names = caller, set(_NAME.findall(passed[1]))
+    return None
+
+
+def _data_keys(c: _Case, offset: int, index: str) -> set[str]:
+    """The data attributes (``row`` for ``data-row``) that the subscript ``index`` at
+    ``offset`` reads (``values[+cell.dataset.row]``), or the statements setting its variables
+    do (``r = +cell.dataset.row``)."""
+    g = c.g
+    flow = g.flow
+    k = flow.statement_at(offset)
+    if k is None:
+        return set()
+    names = set(_NAME.findall(index))
+    reads = list(_DATA_READ.finditer(index))
+    for v in flow.statements[k].uses:
+        if g.variables[v].name in names:
+            reads += [m for j in flow.definitions_of(v)
+                      for m in _DATA_READ.finditer(g.text, *flow.statements[j].span)]
+    return {re.sub(r"[A-Z]", lambda u: "-" + u.group().lower(),
+                   m.group(1) or m.group(2) or m.group(3)) for m in reads}
+
+
+def _write_loops(c: _Case, at: int, value: str) -> list[Span]:
+    """The loop around the write at ``at`` whose head names a variable of ``value``, or, when
+    ``value`` names a parameter of the function writing, the loops around its calls whose heads
+    name the argument passed for it."""
+    g = c.g
+    fn = g.enclosing_function(at)
+    head = index_loop_head(g, at, fn.span if fn is not None else g.region, value)
+    if head is not None or fn is None:
+        return [head] if head is not None else []
+    params = [p for p in fn.params if p in set(_NAME.findall(value))]
+    out = []
+    for call in g.calls_to(fn.index) if params else ():
+        passed = _passed_argument(c, call.span[0], fn, fn.params.index(params[0]))
+        caller = g.enclosing_function(call.span[0])
+        found = passed and index_loop_head(g, call.span[0], caller.span if caller else g.region,
+                                           passed[1])
+        out += [found] if found else []
+    return out
+
+
+@rule("errors.data_index_loop")
+def data_index_loop(c: _Case, offset: int, index: str, by: str) -> Ops:
+    """An index read from an element's data attribute (``r = +cell.dataset.row`` before
+    ``grid[r]`` gave undefined): the loops that wrote that attribute with the index, whose
+    bounds made an element the array has no item for, are blamed directly."""
+    g = c.g
+    keys = _data_keys(c, offset, index)
+    for key in sorted(keys):
+        camel = re.sub(r"-([a-z])", lambda u: u.group(1).upper(), key)
+        for pattern in _DATA_WRITES:
+            write = re.compile(pattern.format(camel=re.escape(camel), kebab=re.escape(key)))
+            for m in write.finditer(g.text, *g.region):
+                for head in _write_loops(c, m.start(), m.group(1)):
+                    yield from c.add("dir", head, f"loop that writes data-{key}, the element "
+                                     "attribute the index of the undefined item is read from", by)
