@@ -132,3 +132,25 @@ def data_index_loop(c: _Case, offset: int, index: str, by: str) -> Ops:
                 for head in _write_loops(c, m.start(), m.group(1)):
                     yield from c.add("dir", head, f"loop that writes data-{key}, the element "
                                      "attribute the index of the undefined item is read from", by)
+
+
+# Checks (and saved readings) whose failure can come from how many children were added: a
+# count, a text made of the children, and an action (an option to choose never added).
+_CHILD_CHECKS = frozenset(("count", "action", "text", "contains_text", "inner_text",
+                           "inner_html", "empty", "visible"))
+
+
+@rule("probe.child_loop")
+def child_loop(c: _Case, checks, write_span: Span, fn: int | None, what: str) -> Ops:
+    """A write that adds children to the checked element (``list.appendChild(li)``) inside
+    a loop: the loop's head decides how many it adds (one too few or too many, when its
+    bound is off by one), so it is blamed directly beside the write. ``checks`` are the
+    failure's (``_Failure.checks``)."""
+    if not any(check.removeprefix("read:") in _CHILD_CHECKS for check, _ in checks):
+        return
+    g = c.g
+    scope = g.functions[fn].span if fn is not None else g.region
+    heads = loop_heads(g, write_span[0], scope)
+    if heads:
+        yield from c.add("dir", heads[0], f"loop that decides how many children of {what} "
+                         "the write adds", "graph", fn)
