@@ -32,7 +32,8 @@ from evaluators.localize.spans_calls import (
     _library_arguments, _rejected_call,
 )
 from evaluators.localize.spans_loops import (
-    caller_index_loop, data_index_loop, index_loop_head, loop_heads,
+    _SUBSCRIPT, caller_index_loop, data_index_loop, index_loop_head, library_item_index,
+    loop_heads,
 )
 from evaluators.localize.spans_origins import (
     gives_nothing, library_got_nothing, library_inputs,
@@ -130,7 +131,6 @@ def _returned_nothing(c: _Case, stmt: Span, by: str) -> Ops:
         yield from gives_nothing(c, callee, "the failing statement reads", by)
 
 
-_SUBSCRIPT = re.compile(r"(?<![\w$.])[A-Za-z_$][\w$.]*\s*\[([^\[\]]+)\]")
 _LOOKUP = re.compile(r"=\s*[A-Za-z_$][\w$.]*\s*(?:\[[^\]]+\]|\.[A-Za-z_$][\w$]*)\s*;?\s*$")
 
 
@@ -216,9 +216,10 @@ def _undefined_items(c: _Case, stmt: Span, by: str) -> Ops:
     if item is not None:
         after = r"\??\.?\s*\[" if not re.fullmatch(r"[A-Za-z_$][\w$]*", item) else (
             r"\??\.\s*" + re.escape(item) + r"(?![\w$])")  # a number: read by subscript
-        # The array may itself be an item (`grid[i][j].g`: the row `grid[i]` is short).
-        read = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*(?:\s*\[[^\[\]]+\])*)\s*"
-                          r"\[([^\[\]]+)\]\s*" + after)
+        # The array may itself be an item (`grid[i][j].g`: the row `grid[i]` is short), or
+        # a property (`eig.E.x[j][i]`).
+        read = re.compile(r"(?<![\w$.])([A-Za-z_$][\w$]*(?:\s*\.\s*[A-Za-z_$][\w$]*)*"
+                          r"(?:\s*\[[^\[\]]+\])*)\s*\[([^\[\]]+)\]\s*" + after)
     elif exc.get("not_iterable"):  # `[a, b] = rows[i]`, `of rows[i]`
         read = _ITERATED
     else:
@@ -410,6 +411,7 @@ def _page_error_stack(c: _Case) -> Ops:
     yield from _library_arguments(c, head, "stack")
     yield from library_inputs(c, head, "stack")
     yield from library_got_nothing(c, top, "stack")
+    yield from library_item_index(c, head, "stack")
     yield from _rejected_call(c, top, "stack")
     yield from _named_in_message(c, "stack")
 

@@ -15,7 +15,7 @@ import re
 from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span
 from evaluators.localize.rules import rule
-from evaluators.localize.spans_common import Ops, _Case
+from evaluators.localize.spans_common import Ops, _Case, exception_of
 from evaluators.localize.spans_origins import _passed_argument
 
 _NAME = re.compile(r"[A-Za-z_$][\w$]*")
@@ -154,3 +154,24 @@ def child_loop(c: _Case, checks, write_span: Span, fn: int | None, what: str) ->
     if heads:
         yield from c.add("dir", heads[0], f"loop that decides how many children of {what} "
                          "the write adds", "graph", fn)
+
+
+_SUBSCRIPT = re.compile(r"(?<![\w$.])[A-Za-z_$][\w$.]*\s*\[([^\[\]]+)\]")
+
+
+@rule("errors.library_item_index")
+def library_item_index(c: _Case, stmt: Span, by: str) -> Ops:
+    """A library read a property of undefined, called from ``stmt`` (the top in-app frame)
+    with an item at an index (``p.dist(points[v])``): the innermost loop setting that index
+    (around the call, or around the call one frame down that passed it) may run past the
+    end, so its head is blamed directly."""
+    frames = c.d.get("frames") or ()
+    if not frames or frames[0].get("in_app") or not exception_of(c.d).get("null_read"):
+        return
+    g = c.g
+    fn = g.enclosing_function(stmt[0])
+    index = " ".join(m.group(1) for m in _SUBSCRIPT.finditer(g.text, *stmt))
+    head = index and (index_loop_head(g, stmt[0], fn.span if fn is not None else g.region, index)
+                      or caller_index_loop(c, stmt[0], index))
+    yield from c.add("dir", head or None, "loop whose index picks the item handed to the "
+                     "library, which read a property of undefined", by)

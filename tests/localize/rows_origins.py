@@ -408,6 +408,37 @@ grid.querySelectorAll('.cell').forEach(cell => {
 </script>"""
 
 
+# A library method handed an item past the end of the points (its loop runs one too far).
+LIBRARY_ITEM = """<script>
+const points = [lib.vec(0, 0), lib.vec(1, 0), lib.vec(0, 1)];
+const best = [];
+function nearest() {
+  for (let u = 0; u < points.length; u++) {
+    let min = Infinity;
+    for (let v = 0; v <= points.length; v++) {
+      if (u !== v) { min = Math.min(min, points[u].dist(points[v])); }
+    }
+    best.push(min);
+  }
+}
+nearest();
+</script>"""
+
+# A property holding rows (`eig.vectors`), read one row past its end by the loop around.
+PROPERTY_ROWS = """<script>
+const eig = {vectors: [[1, 0], [0, 1]]};
+const modes = [];
+function collect() {
+  for (let i = 0; i < 2; i++) {
+    const mode = [];
+    for (let j = 0; j <= 2; j++) { mode.push(eig.vectors[j][i]); }
+    modes.push(mode);
+  }
+}
+collect();
+</script>"""
+
+
 def rows(Row) -> dict:
     """The rows, built with ``test_rule_intents.Row``."""
     return {
@@ -432,6 +463,19 @@ def rows(Row) -> dict:
                        _frames(DATA_ROW_MARKUP, "cell.textContent = item.toFixed(1);",
                                "grid.querySelectorAll('.cell')")),
             direct=("for (let i = 0; i <= rows; i++)",), spared=("const values = [1, 2, 3];",)),
+        "a library handed an item at an index its loop runs past the end": Row(
+            LIBRARY_ITEM, "errors.library_item_index",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
+                       [{"in_app": False, "offset": None},
+                        *_frames(LIBRARY_ITEM, "min = Math.min(", "nearest();\n</script>")]),
+            direct=("for (let v = 0; v <= points.length; v++)",),
+            spared=("for (let u = 0; u < points.length; u++)",)),
+        "an item of a property's rows read past the end, at an index its loop sets": Row(
+            PROPERTY_ROWS, "errors.undefined_items",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading '0')",
+                       _frames(PROPERTY_ROWS, "mode.push(eig", "collect();\n</script>")),
+            direct=("for (let j = 0; j <= 2; j++)",),
+            spared=("for (let i = 0; i < 2; i++)",)),
         "a lookup past the end, at an index its loop sets": Row(
             PAST_END_LOOKUP, "errors.lookup_index_loop",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
