@@ -32,8 +32,8 @@ from evaluators.localize.spans_calls import (
     _library_arguments, _rejected_call,
 )
 from evaluators.localize.spans_loops import (
-    _SUBSCRIPT, caller_index_loop, data_index_loop, index_loop_head, library_item_index,
-    loop_heads,
+    _SUBSCRIPT, caller_index_loop, data_index_loop, element_index_loop, index_loop_head,
+    library_item_index, loop_heads,
 )
 from evaluators.localize.spans_origins import (
     gives_nothing, library_got_nothing, library_inputs,
@@ -166,6 +166,7 @@ def _index_loop(c: _Case, stmt: Span, by: str) -> Ops:
     yield from c.add("dir", head, "loop whose index the lookup that gave undefined reads", by)
     if index and head is None:
         yield from data_index_loop(c, stmt[0], index, by)
+        yield from element_index_loop(c, stmt[0], index, by)
 
 
 @rule("errors.runaway_recursion")
@@ -244,6 +245,7 @@ def _undefined_items(c: _Case, stmt: Span, by: str) -> Ops:
             yield from c.add("dir", head, f"loop whose index reads {base}[{index.strip()}]", by)
         else:
             yield from data_index_loop(c, stmt[0], index, by)
+            yield from element_index_loop(c, stmt[0], index, by)
 
 
 def reachable_functions(g: CodeGraph) -> set[int]:

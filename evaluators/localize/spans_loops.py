@@ -175,3 +175,68 @@ def library_item_index(c: _Case, stmt: Span, by: str) -> Ops:
                       or caller_index_loop(c, stmt[0], index))
     yield from c.add("dir", head or None, "loop whose index picks the item handed to the "
                      "library, which read a property of undefined", by)
+
+
+# A collection of elements found by a selector, or by class or tag name.
+_QUERIED = re.compile(r"querySelectorAll\s*\(\s*['\"`]([^'\"`]+)['\"`]"
+                      r"|getElementsByClassName\s*\(\s*['\"]([\w-]+)['\"]")
+_FOR_EACH = re.compile(r"([A-Za-z_$][\w$]*(?:\s*\.\s*[A-Za-z_$][\w$]*)*(?:\s*\([^()]*\))?)"
+                       r"\s*\.\s*forEach\s*\(\s*$")
+
+
+def _position_params(c: _Case, offset: int, index: str) -> list[int]:
+    """The variables of the subscript ``index`` at ``offset``, and those their definitions
+    read (one step back), that are a ``forEach`` callback's second parameter: an element's
+    position in the collection iterated (``cells.forEach((cell, i) => ...)``)."""
+    g, flow = c.g, c.g.flow
+    k = flow.statement_at(offset)
+    names = set(_NAME.findall(index))
+    found = {v for v in (flow.statements[k].uses if k is not None else ())
+             if g.variables[v].name in names}
+    found |= {u for v in found for j in flow.definitions_of(v) for u in flow.statements[j].uses}
+    out = []
+    for v in sorted(found):
+        fn = g.variables[v].function
+        if fn is not None and g.functions[fn].params[1:2] == (g.variables[v].name,):
+            out.append(fn)
+    return out
+
+
+def _iterated_classes(c: _Case, fn: int) -> set[str]:
+    """The class names selecting the elements whose ``forEach`` the callback ``fn`` is passed
+    to: found in the receiver (``document.querySelectorAll('.cell').forEach``) or in the
+    statements setting it (``const cells = ...querySelectorAll('.cell')``)."""
+    g, flow = c.g, c.g.flow
+    start = g.functions[fn].span[0]
+    m = _FOR_EACH.search(g.text, max(g.region[0], start - 200), start)
+    if m is None:
+        return set()
+    texts = [m.group(1)]
+    k = flow.statement_at(m.start())
+    for v in flow.statements[k].uses if k is not None else ():
+        if g.variables[v].name == _NAME.match(m.group(1)).group():
+            texts += [g.text[slice(*flow.statements[j].span)] for j in flow.definitions_of(v)]
+    out = set()
+    for q in (q for t in texts for q in _QUERIED.finditer(t)):
+        out |= {q.group(2)} if q.group(2) else set(re.findall(r"\.([\w-]+)", q.group(1).split()[-1]))
+    return out
+
+
+@rule("errors.element_index_loop")
+def element_index_loop(c: _Case, offset: int, index: str, by: str) -> Ops:
+    """An index that is an element's position among those a selector finds (``cells.forEach(
+    (cell, i) => grid[Math.floor(i / N)])``): the loops around the code giving elements that
+    class (``el.className = 'cell'``, ``classList.add('cell')``, ``class="cell"`` in markup)
+    decide how many there are, and their heads are blamed directly."""
+    g = c.g
+    classes = {name for fn in _position_params(c, offset, index)
+               for name in _iterated_classes(c, fn)}
+    for name in sorted(classes):
+        word = r"(?<![\w-])" + re.escape(name) + r"(?![\w-])"
+        made = re.compile(r"\.\s*className\s*=[^;\n]*" + word + r"|classList\s*\.\s*add\s*\("
+                          r"[^)]*['\"]" + re.escape(name) + r"['\"]|class\s*=\s*\\?['\"][^'\"]*" + word)
+        for m in made.finditer(g.text, *g.region):
+            fn = g.enclosing_function(m.start())
+            for head in loop_heads(g, m.start(), fn.span if fn is not None else g.region)[:2]:
+                yield from c.add("dir", head, f"loop that makes the .{name} elements whose "
+                                 "position the index of the undefined item is", by)

@@ -439,6 +439,35 @@ collect();
 </script>"""
 
 
+# The cells' row is their position among the `.cell` elements: the loop making them runs one
+# row too many, and the read of `values[row]` gives undefined.
+POSITION_ROW = """<div id="grid"></div><script>
+const ROWS = 2, COLS = 2;
+const values = [[1, 2], [3, 4]];
+function build() {
+  const grid = document.getElementById('grid');
+  for (let r = 0; r <= ROWS; r++) {
+    for (let c = 0; c < COLS; c++) {
+      const cell = document.createElement('div');
+      cell.className = 'cell';
+      grid.appendChild(cell);
+    }
+  }
+  const legend = document.createElement('div');
+  for (let k = 0; k < 2; k++) { legend.classList.add('key'); }
+}
+function paint() {
+  const cells = document.querySelectorAll('#grid .cell');
+  cells.forEach((cell, i) => {
+    const row = Math.floor(i / COLS);
+    cell.textContent = values[row][i % COLS];
+  });
+}
+build();
+paint();
+</script>"""
+
+
 def rows(Row) -> dict:
     """The rows, built with ``test_rule_intents.Row``."""
     return {
@@ -476,6 +505,13 @@ def rows(Row) -> dict:
                        _frames(PROPERTY_ROWS, "mode.push(eig", "collect();\n</script>")),
             direct=("for (let j = 0; j <= 2; j++)",),
             spared=("for (let i = 0; i < 2; i++)",)),
+        "an item read at an element's position, among more elements than items": Row(
+            POSITION_ROW, "errors.element_index_loop",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading '0')",
+                       _frames(POSITION_ROW, "cell.textContent = values[row]",
+                               "cells.forEach(", "paint();\n</script>")),
+            direct=("for (let r = 0; r <= ROWS; r++)", "for (let c = 0; c < COLS; c++)"),
+            spared=("for (let k = 0; k < 2; k++)",)),
         "a lookup past the end, at an index its loop sets": Row(
             PAST_END_LOOKUP, "errors.lookup_index_loop",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
