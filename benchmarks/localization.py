@@ -23,7 +23,7 @@ Run:
   python benchmarks/localization.py [--models gemini-2.5-pro claude-sonnet-4-20250514]
       [--tasks 40] [--skip-tasks 0] [--per-kind 1] [--seeds 0 1] [--limit N] [--pages 3]
       [--fresh] [--fresh-mutants] [--no-rules] [--faults seen|unseen|all] [--split all|dev|held-out]
-      [--rank-grid] [--misses] [--cache DIR]
+      [--rank-grid] [--misses] [--cache DIR] [--kinds loop_bound ...] [--exclude-seeds 0 ...]
 
 The fault kinds live in ``evaluators/synth/faults.py``: ``--faults seen`` (default) are the six
 above, which the rules were written while looking at; ``--faults unseen`` are eight kinds no
@@ -41,8 +41,11 @@ were never looked at while writing the rules serves as a held-out set.
 
 A mutant drawn by several seeds (a response with one site of a kind gets the same mutant from
 every seed) is scored and counted once, under the first seed that drew it: the ``ALL seed N``
-rows hold only the mutants seed N drew first. Figures, with the commands that made them, are
-in the README.
+rows hold only the mutants seed N drew first. ``--exclude-seeds 0`` leaves out (unscored) every
+mutant seed 0 draws: a later seed's batch alone, per kind, as a fresh held-out set whose earlier
+seed need not be scored. ``--kinds`` keeps some fault kinds only (with a large ``--per-kind``,
+every site of them); the draw then differs from a run of every kind. Figures, with the commands
+that made them, are in the README.
 """
 
 from __future__ import annotations
@@ -110,6 +113,8 @@ class BenchConfig:
         split: which tasks (``faults.held_out``): ``dev``, ``held-out`` or ``all``.
         rank_grid: also try the scored combiner's settings (``RANK_GRID``), chosen on dev.
         misses: list the development split's misses of ``grounded`` (never the held-out's).
+        kinds: only these fault kinds of ``faults`` (None: all of them).
+        exclude_seeds: leave out the mutants these seeds draw (neither scored nor counted).
     """
 
     models: tuple[str, ...] = MODELS[:2]
@@ -126,6 +131,8 @@ class BenchConfig:
     split: str = "all"
     rank_grid: bool = False
     misses: bool = False
+    kinds: tuple[str, ...] | None = None
+    exclude_seeds: tuple[int, ...] = ()
 
 
 def make_mutants(records: list[dict], cfg: BenchConfig) -> list[dict]:
@@ -143,7 +150,12 @@ def split_mutants(originals: list[dict], cfg: BenchConfig) -> tuple[list[dict], 
     def in_split(task_id: str) -> bool:
         return cfg.split == "all" or held_out(task_id) == (cfg.split == "held-out")
 
-    drawn = make_mutants([r for r in originals if all_pass(r)], cfg)
+    passing = [r for r in originals if all_pass(r)]
+    drawn = make_mutants(passing, cfg)
+    if cfg.exclude_seeds:
+        seen = {_key(m) for m in make_mutants(passing, dataclasses.replace(
+            cfg, seeds=cfg.exclude_seeds, exclude_seeds=()))}
+        drawn = [m for m in drawn if _key(m) not in seen]
     return ([r for r in originals if in_split(r["task_id"])],
             [m for m in drawn if in_split(m["task_id"])])
 
@@ -155,6 +167,8 @@ def _mutants(records: list[dict], cfg: BenchConfig, seed: int) -> list[dict]:
         ext = rec["extraction"]
         g = build_graph(rec["response"], (ext["start"], ext["end"]))
         for kind, sites in KINDS[cfg.faults].items():
+            if cfg.kinds is not None and kind not in cfg.kinds:
+                continue
             found = sites(g, rng)
             for m in rng.sample(found, min(cfg.per_kind, len(found))):
                 rows.append({"task_id": rec["task_id"], "model": rec["model"],
@@ -523,18 +537,29 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, default=CACHE,
                     help="folder of the score cache (scored.jsonl); one outside the checkout "
                          "outlives it")
+    ap.add_argument("--kinds", nargs="+", default=None,
+                    help="only these fault kinds of --faults (every site with a large --per-kind)")
+    ap.add_argument("--exclude-seeds", type=int, nargs="+", default=[],
+                    help="leave out, unscored, the mutants these seeds draw (a later seed alone)")
     ap.add_argument("--misses", action="store_true",
                     help="list grounded's misses on the development split (never held-out)")
     a = ap.parse_args()
     if a.rank_grid and a.split != "all":
         ap.error("--rank-grid chooses on the development split and reports the held-out one: "
                  "it needs --split all")
+    unknown = sorted(set(a.kinds or ()) - set(KINDS[a.faults]))
+    if unknown:
+        ap.error(f"--kinds {' '.join(unknown)}: not a kind of --faults {a.faults} "
+                 f"({', '.join(KINDS[a.faults])})")
+    if set(a.exclude_seeds) & set(a.seeds):
+        ap.error("--exclude-seeds must not repeat a seed of --seeds")
     CACHE = a.cache
     if not 0 <= a.skip_tasks < a.tasks:
         ap.error(f"--skip-tasks {a.skip_tasks} must be at least 0 and under --tasks {a.tasks}")
     run(BenchConfig(tuple(a.models), a.tasks, a.skip_tasks, a.per_kind, a.limit, a.pages,
                     tuple(a.seeds), a.fresh, a.fresh_mutants, not a.no_rules, a.faults, a.split,
-                    a.rank_grid, a.misses))
+                    a.rank_grid, a.misses, tuple(a.kinds) if a.kinds else None,
+                    tuple(a.exclude_seeds)))
 
 
 if __name__ == "__main__":

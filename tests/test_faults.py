@@ -122,3 +122,39 @@ def test_skipping_tasks_leaves_a_set_disjoint_from_a_run_of_that_many():
     rest = chosen_tasks(tasks, BenchConfig(tasks=10, skip_tasks=4))
     assert first == {"t0", "t1", "t2", "t3"}
     assert rest == {f"t{i}" for i in range(4, 10)}
+
+
+def test_a_later_seed_alone_leaves_out_what_the_excluded_seeds_draw():
+    """`--exclude-seeds 0 --seeds 1` is seed 1's batch less every mutant seed 0 draws (the
+    fresh mutants a `--seeds 0 1` run counts under seed 1), with nothing of seed 0 scored."""
+    import dataclasses
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.localization import BenchConfig, distinct, split_mutants
+
+    ext = extract_app(APP)
+    rec = {"task_id": "t", "model": "m", "response": APP, "status": "ok", "gate": None,
+           "rubrics": [{"verdict": "pass"}], "extraction": {"start": ext.start, "end": ext.end}}
+    cfg = BenchConfig(faults="unseen", seeds=(1,), per_kind=2)
+    _, alone = split_mutants([rec], dataclasses.replace(cfg, exclude_seeds=(0,)))
+    _, both = split_mutants([rec], dataclasses.replace(cfg, seeds=(0, 1)))
+    fresh = [m["response"] for m in distinct(both) if m["seed"] == 1]
+    assert sorted(m["response"] for m in alone) == sorted(fresh)
+    _, first = split_mutants([rec], dataclasses.replace(cfg, seeds=(0,)))
+    assert alone and len(alone) < len(split_mutants([rec], cfg)[1])
+    assert not {m["response"] for m in alone} & {m["response"] for m in first}
+
+
+def test_kinds_keeps_only_the_named_fault_kinds():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks.localization import BenchConfig, make_mutants
+
+    ext = extract_app(APP)
+    rec = {"task_id": "t", "model": "m", "response": APP, "status": "ok", "gate": None,
+           "rubrics": [{"verdict": "pass"}], "extraction": {"start": ext.start, "end": ext.end}}
+    every = make_mutants([rec], BenchConfig(faults="unseen", per_kind=50))
+    only = make_mutants([rec], BenchConfig(faults="unseen", per_kind=50,
+                                           kinds=("loop_bound", "early_return")))
+    assert {m["mutation"]["kind"] for m in only} == {"loop_bound", "early_return"}
+    assert sorted(m["response"] for m in only) == sorted(
+        m["response"] for m in every if m["mutation"]["kind"] in ("loop_bound", "early_return"))
