@@ -1,11 +1,13 @@
-"""Loops that decide an index: the heads blamed for an item read past the end of an array.
+"""Loops that decide an index or a count: the loop heads blamed for an off-by-one bound.
 
-Part of ``evaluators.localize.spans``. An index is set by the head of a loop around the read
-(``for (let i = 0; i <= n; i++) pts[i]``), by a loop around the call that passed it in (found
-on the exception's stack), or, when the code kept it on an element (``cell.dataset.row = r``
-in the loop that made the cells, ``parseInt(cell.dataset.row)`` where it is read), by the loop
-around the write of that data attribute: the index crosses the page there, where no
-variable's data flow follows it.
+Part of ``evaluators.localize.spans``. An index read past the end of an array is set by the
+head of a loop around the read (``for (let i = 0; i <= n; i++) pts[i]``), by a loop around the
+call that passed it in (found on the exception's stack), or, when the index crossed the page,
+by the loop around what put it there: a data attribute written with it (``cell.dataset.row =
+r`` in the loop that made the cells, read back as ``parseInt(cell.dataset.row)``) or the
+elements whose position it is (``cells.forEach((cell, i) => ...)``), where no variable's data
+flow follows it. A library handed such an item, and a checked element given one child too few
+or too many, blame the loop the same way.
 """
 
 from __future__ import annotations
