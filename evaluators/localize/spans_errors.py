@@ -32,8 +32,8 @@ from evaluators.localize.spans_calls import (
     _library_arguments, _rejected_call,
 )
 from evaluators.localize.spans_loops import (
-    _SUBSCRIPT, caller_index_loop, data_index_loop, element_index_loop, index_loop_head,
-    library_item_index, loop_heads,
+    caller_index_loop, index_loop_head, library_item_index, loop_heads, page_index_loops,
+    statement_index_head,
 )
 from evaluators.localize.spans_origins import (
     gives_nothing, library_got_nothing, library_inputs,
@@ -157,16 +157,10 @@ def _index_loop(c: _Case, stmt: Span, by: str) -> Ops:
     """The innermost loop around ``stmt`` whose head sets an index ``stmt`` subscripts with
     (``v = pts[i]`` in ``for (let i = 0; i <= n; i++)``): an index past the end, or short of
     it, is decided there."""
-    g = c.g
-    fn = g.enclosing_function(stmt[0])
-    scope = fn.span if fn is not None else g.region
-    index = " ".join(m.group(1) for m in _SUBSCRIPT.finditer(g.text, *stmt))
-    head = (index_loop_head(g, stmt[0], scope, index)
-            or caller_index_loop(c, stmt[0], index)) if index else None
+    index, head = statement_index_head(c, stmt)
     yield from c.add("dir", head, "loop whose index the lookup that gave undefined reads", by)
     if index and head is None:
-        yield from data_index_loop(c, stmt[0], index, by)
-        yield from element_index_loop(c, stmt[0], index, by)
+        yield from page_index_loops(c, stmt[0], index, by)
 
 
 @rule("errors.runaway_recursion")
@@ -244,8 +238,7 @@ def _undefined_items(c: _Case, stmt: Span, by: str) -> Ops:
         if head is not None:
             yield from c.add("dir", head, f"loop whose index reads {base}[{index.strip()}]", by)
         else:
-            yield from data_index_loop(c, stmt[0], index, by)
-            yield from element_index_loop(c, stmt[0], index, by)
+            yield from page_index_loops(c, stmt[0], index, by)
 
 
 def reachable_functions(g: CodeGraph) -> set[int]:

@@ -161,6 +161,26 @@ def child_loop(c: _Case, checks, write_span: Span, fn: int | None, what: str) ->
 _SUBSCRIPT = re.compile(r"(?<![\w$.])[A-Za-z_$][\w$.]*\s*\[([^\[\]]+)\]")
 
 
+def statement_index_head(c: _Case, stmt: Span) -> tuple[str, Span | None]:
+    """The subscripts ``stmt`` indexes with (their texts joined) and the innermost loop that
+    sets one of them: around ``stmt`` in its function, or around the call one frame down that
+    passed it in (``caller_index_loop``)."""
+    g = c.g
+    fn = g.enclosing_function(stmt[0])
+    index = " ".join(m.group(1) for m in _SUBSCRIPT.finditer(g.text, *stmt))
+    if not index:
+        return "", None
+    return index, (index_loop_head(g, stmt[0], fn.span if fn is not None else g.region, index)
+                   or caller_index_loop(c, stmt[0], index))
+
+
+def page_index_loops(c: _Case, offset: int, index: str, by: str) -> Ops:
+    """When no loop sets the index in the code around it, the loops that put it on the page:
+    a data attribute written with it, or the elements whose position it is."""
+    yield from data_index_loop(c, offset, index, by)
+    yield from element_index_loop(c, offset, index, by)
+
+
 @rule("errors.library_item_index")
 def library_item_index(c: _Case, stmt: Span, by: str) -> Ops:
     """A library read a property of undefined, called from ``stmt`` (the top in-app frame)
@@ -170,13 +190,9 @@ def library_item_index(c: _Case, stmt: Span, by: str) -> Ops:
     frames = c.d.get("frames") or ()
     if not frames or frames[0].get("in_app") or not exception_of(c.d).get("null_read"):
         return
-    g = c.g
-    fn = g.enclosing_function(stmt[0])
-    index = " ".join(m.group(1) for m in _SUBSCRIPT.finditer(g.text, *stmt))
-    head = index and (index_loop_head(g, stmt[0], fn.span if fn is not None else g.region, index)
-                      or caller_index_loop(c, stmt[0], index))
-    yield from c.add("dir", head or None, "loop whose index picks the item handed to the "
-                     "library, which read a property of undefined", by)
+    _, head = statement_index_head(c, stmt)
+    yield from c.add("dir", head, "loop whose index picks the item handed to the library, "
+                     "which read a property of undefined", by)
 
 
 # A collection of elements found by a selector, or by class or tag name.
