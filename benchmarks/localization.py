@@ -115,6 +115,8 @@ class BenchConfig:
         misses: list the development split's misses of ``grounded`` (never the held-out's).
         kinds: only these fault kinds of ``faults`` (None: all of them).
         exclude_seeds: leave out the mutants these seeds draw (neither scored nor counted).
+        recheck: score each caught mutant and its original once more and keep the mutant
+            only when something it failed fails again while the original passes it again.
     """
 
     models: tuple[str, ...] = MODELS[:2]
@@ -133,6 +135,7 @@ class BenchConfig:
     misses: bool = False
     kinds: tuple[str, ...] | None = None
     exclude_seeds: tuple[int, ...] = ()
+    recheck: bool = False
 
 
 def make_mutants(records: list[dict], cfg: BenchConfig) -> list[dict]:
@@ -185,11 +188,11 @@ def _key(row: dict) -> str:
 
 
 def score_cached(rows: list[dict], tasks: dict[str, Task], cfg: BenchConfig,
-                 fresh: bool = False) -> list[dict]:
-    """Evaluator records of ``rows`` (coverage on), from the cache when already scored and
-    not ``fresh`` (new records replace cached ones)."""
+                 fresh: bool = False, file: str = "scored.jsonl") -> list[dict]:
+    """Evaluator records of ``rows`` (coverage on), from the cache ``file`` when already
+    scored and not ``fresh`` (new records replace cached ones)."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / "scored.jsonl"
+    path = CACHE / file
     cached: dict[str, dict] = {}
     if path.exists():
         with path.open(encoding="utf-8") as f:
@@ -248,6 +251,32 @@ def caught(rec: dict) -> bool:
     return any(d["reason"] not in _STOPPED and d.get("limit_ms") is None
                for d in rec["diagnostics"]
                if d["kind"] in ("probe_failure", "runtime_failure", "page_error", "syntax_error"))
+
+
+def failures(rec: dict) -> set[str]:
+    """What a record failed, as ``caught`` counts it: each failing rubric's id, and the kind of
+    an error of the whole page (an exception, a syntax error)."""
+    rec = read_record(rec)
+    return {d.get("rubric_id") or d["kind"] for d in rec["diagnostics"]
+            if d["kind"] in ("probe_failure", "runtime_failure", "page_error", "syntax_error")
+            and d["reason"] not in _STOPPED and d.get("limit_ms") is None}
+
+
+def reproduced(kept: list[dict], originals: list[dict], tasks: dict[str, Task],
+               cfg: BenchConfig) -> list[dict]:
+    """The caught mutants whose failure comes back: scored once more (cached apart, in
+    ``rechecked.jsonl``), with their originals, a mutant stays when something it failed both
+    times the original passes on its second scoring too. A probe that fails by timing on a
+    busy machine (an animation that had not yet advanced) is then not charged to the fault,
+    nor to localization."""
+    base = {(r["task_id"], r["model"]): r for r in originals}
+    fields = ("task_id", "model", "response", "mutation", "seed")
+    rows = [{k: m[k] for k in fields if k in m} for m in kept]
+    rows += [{k: base[m["task_id"], m["model"]][k] for k in fields[:3]} for m in kept]
+    scored = score_cached(rows, tasks, cfg, file="rechecked.jsonl")
+    again, calm = scored[:len(kept)], scored[len(kept):]
+    return [m for m, a, o in zip(kept, again, calm)
+            if (failures(m) & failures(a)) - failures(o)]
 
 
 # -- metrics ----------------------------------------------------------------------------------
@@ -473,13 +502,18 @@ def run(cfg: BenchConfig) -> None:
     mutants = distinct(mutants)
     kept = [m for m in mutants if caught(m)]
     hangs = sum(1 for m in mutants if not all_pass(m) and not caught(m))
+    caught_n = len(kept)
+    if cfg.recheck:
+        kept = reproduced(kept, originals, tasks, cfg)
     tok = train_tokenizer([r["response"] for r in originals])
     rows = evaluate(kept, tasks, tok)
     print(f"\nLocalization on injected faults: {len(passing)} passing answers of "
           f"{', '.join(cfg.models)} (tasks {cfg.skip_tasks + 1}-{cfg.tasks}), {len(mutants)} "
           f"distinct mutants "
           f"({drawn_n - len(mutants)} more drawn again by a later seed, counted once), "
-          f"{len(kept)} caught by a probe ({hangs} caught only by hangs/time-outs, dropped)\n")
+          f"{caught_n} caught by a probe ({hangs} caught only by hangs/time-outs, dropped)"
+          + (f", {len(kept)} of them caught again on a second scoring (counted)"
+             if cfg.recheck else "") + "\n")
     print(table(["fault", "method", "n", "hit@dir", "hit@dir+ctx", "prec", "dir%", "w-ratio",
                  "w-oracle"], rows))
     by_kind = {}
@@ -543,6 +577,9 @@ def main() -> None:
                     help="leave out, unscored, the mutants these seeds draw (a later seed alone)")
     ap.add_argument("--misses", action="store_true",
                     help="list grounded's misses on the development split (never held-out)")
+    ap.add_argument("--recheck", action="store_true",
+                    help="count a caught mutant only when its failure comes back on a second "
+                         "scoring and its original passes that again")
     a = ap.parse_args()
     if a.rank_grid and a.split != "all":
         ap.error("--rank-grid chooses on the development split and reports the held-out one: "
@@ -559,7 +596,7 @@ def main() -> None:
     run(BenchConfig(tuple(a.models), a.tasks, a.skip_tasks, a.per_kind, a.limit, a.pages,
                     tuple(a.seeds), a.fresh, a.fresh_mutants, not a.no_rules, a.faults, a.split,
                     a.rank_grid, a.misses, tuple(a.kinds) if a.kinds else None,
-                    tuple(a.exclude_seeds)))
+                    tuple(a.exclude_seeds), a.recheck))
 
 
 if __name__ == "__main__":
