@@ -33,7 +33,7 @@ from evaluators.localize.spans_calls import (
 )
 from evaluators.localize.spans_loops import (
     caller_index_loop, index_loop_head, library_item_index, loop_heads, page_index_loops,
-    statement_index_head,
+    statement_index_head, unassigned_branches,
 )
 from evaluators.localize.spans_origins import (
     gives_nothing, library_got_nothing, library_inputs,
@@ -394,6 +394,7 @@ def _page_error_stack(c: _Case) -> Ops:
     yield from _null_sources(c, head, "stack")
     yield from _returned_nothing(c, head, "stack")
     yield from _undefined_lookup(c, head, "stack")
+    yield from unassigned_branches(c, head, "stack")
     yield from _runaway_recursion(c, top, "stack")
     yield from _undefined_items(c, head, "stack")
     item_call = yield from missing_argument(c, head, frames, "stack")

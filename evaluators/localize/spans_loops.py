@@ -7,7 +7,9 @@ by the loop around what put it there: a data attribute written with it (``cell.d
 r`` in the loop that made the cells, read back as ``parseInt(cell.dataset.row)``) or the
 elements whose position it is (``cells.forEach((cell, i) => ...)``), where no variable's data
 flow follows it. A library handed such an item, and a checked element given one child too few
-or too many, blame the loop the same way.
+or too many, blame the loop the same way. A variable that only branches assign (``switch
+(stage)``'s cases), read as undefined, blames those branches and the loop setting what they test
+(one stage past the last case).
 """
 
 from __future__ import annotations
@@ -258,3 +260,68 @@ def element_index_loop(c: _Case, offset: int, index: str, by: str) -> Ops:
             for head in loop_heads(g, m.start(), fn.span if fn is not None else g.region)[:2]:
                 yield from c.add("dir", head, f"loop that makes the .{name} elements whose "
                                  "position the index of the undefined item is", by)
+
+
+# A read of a property of ``name`` (``name.prop``, ``name?.prop``); a subscript ``name[...]``
+# when the report names a key (V8 says `reading '0'` for `amps[i]` of undefined).
+_MEMBER = r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*(?:\?\.)?\s*(?:\.\s*{prop}(?![\w$])|\[)"
+_BRANCH = re.compile(r"(?:switch|if)\s*\(")
+
+
+def _branch_of(c: _Case, k: int, outside: Span) -> int | None:
+    """The innermost ``switch`` or ``if`` around statement ``k`` in its function that does
+    not hold ``outside``; None when no branch decides whether ``k`` runs."""
+    flow = c.g.flow
+    p = flow.statements[k].parent
+    while p is not None:
+        s, e = flow.statements[p].span
+        if not s <= outside[0] < e and _BRANCH.match(c.g.text, s):
+            return p
+        p = flow.statements[p].parent
+    return None
+
+
+def _covers(c: _Case, b: int) -> bool:
+    """Whether branch ``b`` has an arm for every case: a ``default:``, a plain ``else`` (its
+    writes then leave no path unassigned; an undefined came from what they assigned)."""
+    text = c.g.text[slice(*c.g.flow.statements[b].span)]
+    return bool(re.search(r"(?<![\w$])(?:default\s*:|else(?!\s*if(?![\w$]))(?![\w$]))", text))
+
+
+@rule("errors.unassigned_branches")
+def unassigned_branches(c: _Case, stmt: Span, by: str) -> Ops:
+    """A property read on undefined, of a variable declared without a value (``let amps;``)
+    that only branches assign (a ``switch``'s cases, an ``if``'s arms): no branch assigned
+    it on the run that failed. The heads of those branches (``switch (stage)``) are blamed
+    directly, with the loop heads around them that set a variable they test (``for (let
+    stage = 0; stage <= 4; stage++)``, a bound that runs one case past the last)."""
+    exc = exception_of(c.d)
+    g, flow = c.g, c.g.flow
+    k = flow.statement_at(stmt[0])
+    prop = exc.get("read_property") or ""
+    if not exc.get("null_read") or k is None or not prop:
+        return
+    member = _MEMBER.format(prop=re.escape(prop)) if not prop.isdigit() else \
+        r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*(?:\?\.)?\s*\["
+    names = set(re.findall(member, g.text[stmt[0]:stmt[1]])) | {exc.get("null_name")}
+    for v in sorted(flow.statements[k].uses):
+        var = g.variables[v]
+        if var.name not in names or var.kind not in ("let", "var") or var.decl is None \
+                or "=" in g.text[var.decl[0]:var.decl[1]]:
+            continue
+        sets = [j for j in flow.definitions_of(v) if j != k
+                and not flow.statements[j].span[0] <= var.decl[0] < flow.statements[j].span[1]]
+        branches = [_branch_of(c, j, stmt) for j in sets]
+        if not sets or None in branches or all(_covers(c, b) for b in branches):
+            continue  # some write runs whatever the branches decide
+        for b in dict.fromkeys(branches):
+            head = flow.statements[b].head
+            yield from c.add("dir", head, f"branches that assign {var.name}, none of which "
+                             "ran before the failing statement read it", by)
+            fn = flow.statements[b].function
+            tested = {g.variables[u].name for u in flow.statements[b].uses}
+            scope = g.functions[fn].span if fn is not None else g.region
+            for loop in loop_heads(g, head[0], scope):
+                if tested & set(_NAME.findall(g.text[loop[0]:loop[1]])):
+                    yield from c.add("dir", loop, f"loop that sets what the branches assigning "
+                                     f"{var.name} test", by)

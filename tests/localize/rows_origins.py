@@ -339,6 +339,36 @@ draw();
 </script>"""
 
 
+# A variable only a switch's cases assign: the loop around runs one stage past the last case,
+# and `amps` is still undefined when it is read.
+UNASSIGNED_CASE = """<script>
+const N = 4;
+function draw() {
+  for (let stage = 0; stage <= 2; stage++) {
+    let amps;
+    switch (stage) {
+      case 0: amps = new Array(N).fill(1); break;
+      case 1: amps = new Array(N).fill(2); break;
+    }
+    for (let i = 0; i < N; i++) { console.log(amps[i]); }
+  }
+}
+draw();
+</script>"""
+
+# A variable an if's arms assign, neither when the value is 0; one assigned before its branch
+# (`label`) is no such variable.
+UNASSIGNED_ARMS = """<script>
+function describe(v) {
+  let color;
+  let label = 'value';
+  if (v > 0) { color = 'red'; label = 'up'; } else if (v < 0) { color = 'blue'; }
+  return label + ': ' + color.toUpperCase();
+}
+describe(0);
+</script>"""
+
+
 # A grid whose cells keep their row in a data attribute: the loop making the cells runs one row
 # past the table, and the read of `cells[r]` (r from the attribute) gives undefined.
 DATA_ROW = """<div id="grid"></div><script>
@@ -512,6 +542,18 @@ def rows(Row) -> dict:
                                "cells.forEach(", "paint();\n</script>")),
             direct=("for (let r = 0; r <= ROWS; r++)", "for (let c = 0; c < COLS; c++)"),
             spared=("for (let k = 0; k < 2; k++)",)),
+        "a variable only a switch's cases assign, read when no case ran": Row(
+            UNASSIGNED_CASE, "errors.unassigned_branches",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading '0')",
+                       _frames(UNASSIGNED_CASE, "console.log(amps[i]);", "draw();\n</script>")),
+            direct=("switch (stage)", "for (let stage = 0; stage <= 2; stage++)"),
+            spared=("for (let i = 0; i < N; i++)", "const N = 4;")),
+        "a variable only an if's arms assign, read when neither ran": Row(
+            UNASSIGNED_ARMS, "errors.unassigned_branches",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading "
+                       "'toUpperCase')",
+                       _frames(UNASSIGNED_ARMS, "return label + ", "describe(0);\n</script>")),
+            direct=("if (v > 0)", "if (v < 0)"), spared=("let label = 'value';",)),
         "a lookup past the end, at an index its loop sets": Row(
             PAST_END_LOOKUP, "errors.lookup_index_loop",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",

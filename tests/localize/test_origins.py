@@ -97,3 +97,27 @@ def test_a_long_function_keeps_the_heads_of_the_loops_around_the_failure_as_cont
     # Only the head: the loop's whole body is not context for it.
     body = span("const a = corners[e]", LOOP_PAST_END)
     assert not any(s <= body[0] and e >= head[1] + 40 for s, e in loc.s_ctx)
+
+
+def test_branches_with_an_arm_for_every_case_are_not_blamed_for_an_unassigned_variable():
+    # Both arms assign `shape`: the undefined came from what `pick` returned, not from a path
+    # that left it unassigned (and with the `else` gone, the `if` is blamed).
+    app = """<script>
+function pick(n) { if (n > 2) { return {sides: n}; } }
+function draw(n) {
+  let shape;
+  if (n > 0) { shape = pick(n); } else { shape = {sides: 0}; }
+  return shape.sides;
+}
+draw(1);
+</script>"""
+    diag = page_error("uncaught TypeError: Cannot read properties of undefined (reading 'sides')",
+                      _frames(app, "return shape.sides;", "draw(1);\n</script>"))
+    head = span("if (n > 0)", app)
+    loc = localize(build_graph(app), diag, "grounded")
+    assert not any(tuple(e["span"]) == head for e in _blamed_by(loc, "errors.unassigned_branches"))
+    bare = app.replace(" else { shape = {sides: 0}; }", "")
+    loc = localize(build_graph(bare), {**diag, "frames": _frames(
+        bare, "return shape.sides;", "draw(1);\n</script>")}, "grounded")
+    assert any(tuple(e["span"]) == span("if (n > 0)", bare) and e["set"] == "dir"
+               for e in _blamed_by(loc, "errors.unassigned_branches"))
