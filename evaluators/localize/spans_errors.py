@@ -76,6 +76,11 @@ def _null_sources(c: _Case, stmt: Span, by: str) -> Ops:
                 yield from c.statement(
                     "ctx", w, f"writes {v.name}, read by the failing statement", None,
                     by)
+                # and how often it writes (`for (...) pts.push(p)` one item short).
+                fn = c.g.enclosing_function(w[0])
+                for head in loop_heads(c.g, w[0], fn.span if fn is not None else c.g.region):
+                    yield from c.add("ctx", head, f"loop around a write of {v.name}, read by "
+                                     "the failing statement", by)
 
 
 def _receivers(c: _Case, stmt: Span) -> tuple[int | None, set[int], bool]:

@@ -339,6 +339,24 @@ draw();
 </script>"""
 
 
+# A global array filled one item short at load, read in full later: its fill's loop (not on
+# the failing stack) is context, with the write.
+SHORT_FILL = """<script>
+const N = 3;
+let pts = [];
+function init() {
+  for (let i = 0; i < N - 1; i++) { pts.push({x: i}); }
+}
+function draw() {
+  let total = 0;
+  for (let j = 0; j < N; j++) { total += pts[j].x; }
+  return total;
+}
+init();
+draw();
+</script>"""
+
+
 # A variable only a switch's cases assign: the loop around runs one stage past the last case,
 # and `amps` is still undefined when it is read.
 UNASSIGNED_CASE = """<script>
@@ -542,6 +560,12 @@ def rows(Row) -> dict:
                                "cells.forEach(", "paint();\n</script>")),
             direct=("for (let r = 0; r <= ROWS; r++)", "for (let c = 0; c < COLS; c++)"),
             spared=("for (let k = 0; k < 2; k++)",)),
+        "the loop around a write of the state the failing statement reads": Row(
+            SHORT_FILL, "errors.null_sources",
+            page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
+                       _frames(SHORT_FILL, "total += pts[j].x;", "draw();\n</script>")),
+            context=("i < N - 1; i++)",),
+            spared=("const N = 3;",)),
         "a variable only a switch's cases assign, read when no case ran": Row(
             UNASSIGNED_CASE, "errors.unassigned_branches",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading '0')",
