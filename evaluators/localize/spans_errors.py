@@ -32,8 +32,7 @@ from evaluators.localize.spans_calls import (
     _library_arguments, _rejected_call,
 )
 from evaluators.localize.spans_loops import (
-    caller_index_loop, index_loop_head, library_item_index, loop_heads, page_index_loops,
-    statement_index_head, unassigned_branches,
+    caller_index_loop, index_loop_head, loop_heads, statement_index_head, unassigned_branches,
 )
 from evaluators.localize.spans_origins import (
     gives_nothing, library_got_nothing, library_inputs,
@@ -162,10 +161,8 @@ def _index_loop(c: _Case, stmt: Span, by: str) -> Ops:
     """The innermost loop around ``stmt`` whose head sets an index ``stmt`` subscripts with
     (``v = pts[i]`` in ``for (let i = 0; i <= n; i++)``): an index past the end, or short of
     it, is decided there."""
-    index, head = statement_index_head(c, stmt)
+    _, head = statement_index_head(c, stmt)
     yield from c.add("dir", head, "loop whose index the lookup that gave undefined reads", by)
-    if index and head is None:
-        yield from page_index_loops(c, stmt[0], index, by)
 
 
 @rule("errors.runaway_recursion")
@@ -242,8 +239,6 @@ def _undefined_items(c: _Case, stmt: Span, by: str) -> Ops:
         head = index_loop_head(g, stmt[0], scope, index) or caller_index_loop(c, stmt[0], index)
         if head is not None:
             yield from c.add("dir", head, f"loop whose index reads {base}[{index.strip()}]", by)
-        else:
-            yield from page_index_loops(c, stmt[0], index, by)
 
 
 def reachable_functions(g: CodeGraph) -> set[int]:
@@ -412,7 +407,6 @@ def _page_error_stack(c: _Case) -> Ops:
     yield from _library_arguments(c, head, "stack")
     yield from library_inputs(c, head, "stack")
     yield from library_got_nothing(c, top, "stack")
-    yield from library_item_index(c, head, "stack")
     yield from _rejected_call(c, top, "stack")
     yield from _named_in_message(c, "stack")
 

@@ -26,7 +26,6 @@ from evaluators.localize.spans_common import (
 )
 from evaluators.localize.spans_errors import _loops
 from evaluators.localize.spans_flow import load_functions, narrow_to_slice
-from evaluators.localize.spans_loops import child_loop
 from evaluators.localize.spans_forward import follow_actor_value
 from evaluators.localize.spans_origins import library_render
 from evaluators.localize.spans_smells import (
@@ -185,8 +184,6 @@ def _failed_check(c: _Case, f: _Failure) -> Ops:
         yield from c.statement(
             "dir", w.span, f"writes {w.kind} {w.detail} of {what}".replace("  ", " "),
             w.function)
-        if w.kind == "children":
-            yield from child_loop(c, f.checks, w.span, w.function, what)
         yield from c.function("ctx", w.function, f"function writing {what}", near=w.span[0])
     if not writes and keys is not None:
         fns = {b.handler for b in _bindings_for(c.g, f.actors, f.action)} - {None}

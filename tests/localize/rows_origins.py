@@ -387,91 +387,6 @@ describe(0);
 </script>"""
 
 
-# A grid whose cells keep their row in a data attribute: the loop making the cells runs one row
-# past the table, and the read of `cells[r]` (r from the attribute) gives undefined.
-DATA_ROW = """<div id="grid"></div><script>
-const rows = 3, cols = 2;
-const cells = [];
-for (let r = 0; r < rows; r++) {
-  cells[r] = [];
-  for (let c = 0; c < cols; c++) { cells[r][c] = 0; }
-}
-const grid = document.getElementById('grid');
-for (let r = 0; r <= rows; r++) {
-  for (let j = 0; j < cols; j++) {
-    const cell = document.createElement('div');
-    cell.dataset.row = r;
-    cell.dataset.col = j;
-    grid.appendChild(cell);
-  }
-}
-function render() {
-  Array.from(grid.children).forEach(cell => {
-    const r = parseInt(cell.dataset.row, 10);
-    const c = parseInt(cell.dataset.col, 10);
-    cell.textContent = cells[r][c];
-  });
-}
-render();
-</script>"""
-
-# The same, the attribute set by a helper the loop calls, and read with getAttribute.
-DATA_ROW_HELPER = """<div id="grid"></div><script>
-const rows = 3, cols = 2;
-const cells = [];
-for (let r = 0; r < rows; r++) { cells.push([0, 0]); }
-const grid = document.getElementById('grid');
-function makeCell(row, col) {
-  const el = document.createElement('div');
-  el.setAttribute('data-row', row);
-  el.setAttribute('data-col', col);
-  grid.appendChild(el);
-}
-for (let i = 0; i <= rows; i++) {
-  for (let j = 0; j < cols; j++) { makeCell(i, j); }
-}
-function render() {
-  for (const el of grid.children) {
-    const r = Number(el.getAttribute('data-row'));
-    el.textContent = cells[r][0];
-  }
-}
-render();
-</script>"""
-
-# The same, the cells written as markup: the row is in the template.
-DATA_ROW_MARKUP = """<div id="grid"></div><script>
-const rows = 3;
-const values = [1, 2, 3];
-const grid = document.getElementById('grid');
-let html = '';
-for (let i = 0; i <= rows; i++) {
-  html += `<div class="cell" data-row="${i}"></div>`;
-}
-grid.innerHTML = html;
-grid.querySelectorAll('.cell').forEach(cell => {
-  const item = values[+cell.dataset.row];
-  cell.textContent = item.toFixed(1);
-});
-</script>"""
-
-
-# A library method handed an item past the end of the points (its loop runs one too far).
-LIBRARY_ITEM = """<script>
-const points = [lib.vec(0, 0), lib.vec(1, 0), lib.vec(0, 1)];
-const best = [];
-function nearest() {
-  for (let u = 0; u < points.length; u++) {
-    let min = Infinity;
-    for (let v = 0; v <= points.length; v++) {
-      if (u !== v) { min = Math.min(min, points[u].dist(points[v])); }
-    }
-    best.push(min);
-  }
-}
-nearest();
-</script>"""
-
 # A property holding rows (`eig.vectors`), read one row past its end by the loop around.
 PROPERTY_ROWS = """<script>
 const eig = {vectors: [[1, 0], [0, 1]]};
@@ -487,79 +402,15 @@ collect();
 </script>"""
 
 
-# The cells' row is their position among the `.cell` elements: the loop making them runs one
-# row too many, and the read of `values[row]` gives undefined.
-POSITION_ROW = """<div id="grid"></div><script>
-const ROWS = 2, COLS = 2;
-const values = [[1, 2], [3, 4]];
-function build() {
-  const grid = document.getElementById('grid');
-  for (let r = 0; r <= ROWS; r++) {
-    for (let c = 0; c < COLS; c++) {
-      const cell = document.createElement('div');
-      cell.className = 'cell';
-      grid.appendChild(cell);
-    }
-  }
-  const legend = document.createElement('div');
-  for (let k = 0; k < 2; k++) { legend.classList.add('key'); }
-}
-function paint() {
-  const cells = document.querySelectorAll('#grid .cell');
-  cells.forEach((cell, i) => {
-    const row = Math.floor(i / COLS);
-    cell.textContent = values[row][i % COLS];
-  });
-}
-build();
-paint();
-</script>"""
-
-
 def rows(Row) -> dict:
     """The rows, built with ``test_rule_intents.Row``."""
     return {
-        "an item past the end, at an index read from the data attribute a loop wrote": Row(
-            DATA_ROW, "errors.data_index_loop",
-            page_error("uncaught TypeError: Cannot read properties of undefined (reading '0')",
-                       _frames(DATA_ROW, "cell.textContent = cells[r][c];",
-                               "Array.from(grid.children)", "render();\n</script>")),
-            direct=("for (let r = 0; r <= rows; r++)",),
-            spared=("for (let j = 0; j < cols; j++)", "const rows = 3, cols = 2;")),
-        "the same, the attribute set by a helper the loop calls": Row(
-            DATA_ROW_HELPER, "errors.data_index_loop",
-            page_error("uncaught TypeError: Cannot read properties of undefined (reading '0')",
-                       _frames(DATA_ROW_HELPER, "el.textContent = cells[r][0];",
-                               "render();\n</script>")),
-            direct=("for (let i = 0; i <= rows; i++)",),
-            spared=("for (let j = 0; j < cols; j++)",)),
-        "the same, the attribute written in the cells' markup": Row(
-            DATA_ROW_MARKUP, "errors.data_index_loop",
-            page_error("uncaught TypeError: Cannot read properties of undefined (reading "
-                       "'toFixed')",
-                       _frames(DATA_ROW_MARKUP, "cell.textContent = item.toFixed(1);",
-                               "grid.querySelectorAll('.cell')")),
-            direct=("for (let i = 0; i <= rows; i++)",), spared=("const values = [1, 2, 3];",)),
-        "a library handed an item at an index its loop runs past the end": Row(
-            LIBRARY_ITEM, "errors.library_item_index",
-            page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",
-                       [{"in_app": False, "offset": None},
-                        *_frames(LIBRARY_ITEM, "min = Math.min(", "nearest();\n</script>")]),
-            direct=("for (let v = 0; v <= points.length; v++)",),
-            spared=("for (let u = 0; u < points.length; u++)",)),
         "an item of a property's rows read past the end, at an index its loop sets": Row(
             PROPERTY_ROWS, "errors.undefined_items",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading '0')",
                        _frames(PROPERTY_ROWS, "mode.push(eig", "collect();\n</script>")),
             direct=("for (let j = 0; j <= 2; j++)",),
             spared=("for (let i = 0; i < 2; i++)",)),
-        "an item read at an element's position, among more elements than items": Row(
-            POSITION_ROW, "errors.element_index_loop",
-            page_error("uncaught TypeError: Cannot read properties of undefined (reading '0')",
-                       _frames(POSITION_ROW, "cell.textContent = values[row]",
-                               "cells.forEach(", "paint();\n</script>")),
-            direct=("for (let r = 0; r <= ROWS; r++)", "for (let c = 0; c < COLS; c++)"),
-            spared=("for (let k = 0; k < 2; k++)",)),
         "the loop around a write of the state the failing statement reads": Row(
             SHORT_FILL, "errors.null_sources",
             page_error("uncaught TypeError: Cannot read properties of undefined (reading 'x')",

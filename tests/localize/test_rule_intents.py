@@ -1089,32 +1089,6 @@ ROWS["the bug injected into the task's SFT reference"] = Row(
                  "after": SPECTRUM[_BUG + 3:_BUG + 14]}},
     direct=("-",), spared=("n += 1;", "show();"), method="oracle")
 
-# The size menu's options come from a loop that stops one short: choosing the last one fails.
-SHORT_MENU = """<select id="size"></select><select id="unit"></select><span id="picked"></span>
-<script>
-const sel = document.getElementById('size');
-for (let v = 1; v < 8; v++) {
-  const o = document.createElement('option');
-  o.value = String(v);
-  sel.appendChild(o);
-}
-const unit = document.getElementById('unit');
-for (const u of ['px', 'em']) {
-  const o = document.createElement('option');
-  o.value = u;
-  unit.appendChild(o);
-}
-sel.addEventListener('change', () => {
-  document.getElementById('picked').textContent = sel.value;
-});
-</script>"""
-ROWS["a loop adding the checked element's children, one short"] = Row(
-    SHORT_MENU, "probe.child_loop",
-    probe_failure({"do": "select_option", "locator": "#size", "value": "8"}, None,
-                  reason="timeout", actual=None),
-    direct=("for (let v = 1; v < 8; v++)",),
-    spared=("for (const u of ['px', 'em'])",))
-
 ROWS.update(rows_origins.rows(Row))
 
 # Rules that blame nothing themselves: they run other rules (a chain's step, or a gate on
