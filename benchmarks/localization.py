@@ -24,6 +24,7 @@ Run:
       [--tasks 40] [--skip-tasks 0] [--per-kind 1] [--seeds 0 1] [--limit N] [--pages 3]
       [--fresh] [--fresh-mutants] [--no-rules] [--faults seen|unseen|all] [--split all|dev|held-out]
       [--rank-grid] [--misses] [--cache DIR] [--kinds loop_bound ...] [--exclude-seeds 0 ...]
+      [--recheck]
 
 The fault kinds live in ``evaluators/synth/faults.py``: ``--faults seen`` (default) are the six
 above, which the rules were written while looking at; ``--faults unseen`` are eight kinds no
@@ -44,8 +45,10 @@ every seed) is scored and counted once, under the first seed that drew it: the `
 rows hold only the mutants seed N drew first. ``--exclude-seeds 0`` leaves out (unscored) every
 mutant seed 0 draws: a later seed's batch alone, per kind, as a fresh held-out set whose earlier
 seed need not be scored. ``--kinds`` keeps some fault kinds only (with a large ``--per-kind``,
-every site of them); the draw then differs from a run of every kind. Figures, with the commands
-that made them, are in the README.
+every site of them); the draw then differs from a run of every kind. ``--recheck`` scores the
+caught mutants and their originals once more and counts a mutant only when its failure comes
+back (a probe that failed by timing is not the fault's). Figures, with the commands that made
+them, are in the README.
 """
 
 from __future__ import annotations
