@@ -161,7 +161,7 @@ def _index_loop(c: _Case, stmt: Span, by: str) -> Ops:
     """The innermost loop around ``stmt`` whose head sets an index ``stmt`` subscripts with
     (``v = pts[i]`` in ``for (let i = 0; i <= n; i++)``): an index past the end, or short of
     it, is decided there."""
-    _, head = statement_index_head(c, stmt)
+    head = statement_index_head(c, stmt)
     yield from c.add("dir", head, "loop whose index the lookup that gave undefined reads", by)
 
 

@@ -15,6 +15,7 @@ from evaluators.localize.graph import CodeGraph
 from evaluators.localize.model import Span
 from evaluators.localize.rules import rule
 from evaluators.localize.spans_common import Ops, _Case, exception_of
+from evaluators.localize.spans_arguments import _SUBSCRIPTED
 from evaluators.localize.spans_origins import _passed_argument
 
 _NAME = re.compile(r"[A-Za-z_$][\w$]*")
@@ -70,22 +71,20 @@ def caller_index_loop(c: _Case, offset: int, index: str) -> Span | None:
 _SUBSCRIPT = re.compile(r"(?<![\w$.])[A-Za-z_$][\w$.]*\s*\[([^\[\]]+)\]")
 
 
-def statement_index_head(c: _Case, stmt: Span) -> tuple[str, Span | None]:
-    """The subscripts ``stmt`` indexes with (their texts joined) and the innermost loop that
-    sets one of them: around ``stmt`` in its function, or around the call one frame down that
-    passed it in (``caller_index_loop``)."""
+def statement_index_head(c: _Case, stmt: Span) -> Span | None:
+    """The innermost loop that sets an index ``stmt`` subscripts with: around ``stmt`` in its
+    function, or around the call one frame down that passed it in (``caller_index_loop``)."""
     g = c.g
     fn = g.enclosing_function(stmt[0])
     index = " ".join(m.group(1) for m in _SUBSCRIPT.finditer(g.text, *stmt))
     if not index:
-        return "", None
-    return index, (index_loop_head(g, stmt[0], fn.span if fn is not None else g.region, index)
-                   or caller_index_loop(c, stmt[0], index))
+        return None
+    return (index_loop_head(g, stmt[0], fn.span if fn is not None else g.region, index)
+            or caller_index_loop(c, stmt[0], index))
 
 
-# A read of a property of ``name`` (``name.prop``, ``name?.prop``); a subscript ``name[...]``
-# when the report names a key (V8 says `reading '0'` for `amps[i]` of undefined).
-_MEMBER = r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*(?:\?\.)?\s*(?:\.\s*{prop}(?![\w$])|\[)"
+# A read of a property of ``name`` (``name.prop``, ``name?.prop``).
+_MEMBER = r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*\??\.\s*{prop}(?![\w$])"
 _BRANCH = re.compile(r"(?:switch|if)\s*\(")
 
 
@@ -122,9 +121,9 @@ def unassigned_branches(c: _Case, stmt: Span, by: str) -> Ops:
     prop = exc.get("read_property") or ""
     if not exc.get("null_read") or k is None or not prop:
         return
-    member = _MEMBER.format(prop=re.escape(prop)) if not prop.isdigit() else \
-        r"(?<![\w$.])([A-Za-z_$][\w$]*)\s*(?:\?\.)?\s*\["
-    names = set(re.findall(member, g.text[stmt[0]:stmt[1]])) | {exc.get("null_name")}
+    # V8 names the key read (`reading '0'`) for `amps[i]` of undefined: then any subscripted name.
+    member = _SUBSCRIPTED if prop.isdigit() else re.compile(_MEMBER.format(prop=re.escape(prop)))
+    names = set(member.findall(g.text, *stmt)) | {exc.get("null_name")}
     for v in sorted(flow.statements[k].uses):
         var = g.variables[v]
         if var.name not in names or var.kind not in ("let", "var") or var.decl is None \
@@ -140,9 +139,7 @@ def unassigned_branches(c: _Case, stmt: Span, by: str) -> Ops:
             yield from c.add("dir", head, f"branches that assign {var.name}, none of which "
                              "ran before the failing statement read it", by)
             fn = flow.statements[b].function
-            tested = {g.variables[u].name for u in flow.statements[b].uses}
+            tested = " ".join(g.variables[u].name for u in flow.statements[b].uses)
             scope = g.functions[fn].span if fn is not None else g.region
-            for loop in loop_heads(g, head[0], scope):
-                if tested & set(_NAME.findall(g.text[loop[0]:loop[1]])):
-                    yield from c.add("dir", loop, f"loop that sets what the branches assigning "
-                                     f"{var.name} test", by)
+            yield from c.add("dir", index_loop_head(g, head[0], scope, tested) if tested else None,
+                             f"loop that sets what the branches assigning {var.name} test", by)
