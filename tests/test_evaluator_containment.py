@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import glob
 import os
 import socket
 import threading
@@ -272,6 +273,30 @@ def test_a_2gib_arraybuffer_app_fails_alone_and_quickly():
     assert peak[0] < 1.6 * (1 << 30), peak[0] / (1 << 30)
 
 
+def test_a_crash_dump_goes_to_the_worker_and_its_neighbour_is_scored_once():
+    # A heap bomb's renderer crashes; Chromium's crash reporter dumps it (a tracing stop
+    # that `processes.dumped` tells from a stop from outside: tested in test_evaluator_liveness,
+    # as this timing is not in a test's hands). The dump lands in the worker's own folder,
+    # gone once the worker is, not in the user's home; a neighbour open meanwhile is scored once.
+    bomb = _app("const hog = []; while (true) hog.push(new Array(1e6).fill(1.5));")
+    tasks = {"bomb": _out_task("bomb", 200), "slow": _task("slow", [
+        {"wait_ms": 4000}, {"expect": "text", "locator": "#count", "value": "0"}])}
+    rows = [{"task_id": "slow", "response": GOOD}, {"task_id": "bomb", "response": bomb}]
+
+    async def run():
+        worker = await BrowserWorker(CFG.browser, make_mirror(CFG)).start()
+        try:
+            out = await score_rows_async(rows, tasks, CFG, worker=worker)
+            return out, worker._dumps, glob.glob(f"{worker._dumps}/**/*.dmp", recursive=True)
+        finally:
+            await worker.close()
+
+    (slow, crashed), folder, dumps = asyncio.run(run())
+    assert (crashed["gate"], crashed["attempts"]) == ("runtime", 1), crashed
+    assert (slow["status"], slow["reward"], slow["attempts"]) == ("ok", 1.0, 1), slow.get("faults")
+    assert len(dumps) >= 1 and not os.path.exists(folder), (dumps, folder)
+
+
 def test_a_hung_page_is_killed_with_its_renderer_and_its_slot_rebuilt():
     # A page whose main thread loops (the watchdog ends its probe) must not be left to
     # burn a core: its renderer process is killed, the probe fails as the app's fault, and
@@ -345,6 +370,9 @@ def test_a_renderer_killed_from_outside_is_the_evaluators_fault(monkeypatch, rep
 
     (rec,), _ = asyncio.run(run())
     assert (rec["status"], rec["reward"], rec["attempts"]) == ("ok", 1.0, 2), rec["rubrics"]
+    # The record says why it took a second attempt.
+    assert [(f["attempt"], "killed from outside" in f["message"]) for f in rec["faults"]] == [
+        (1, True)], rec["faults"]
 
 
 def test_a_retry_keeps_what_ended_before_the_hit_and_runs_only_the_rest(monkeypatch):

@@ -28,7 +28,7 @@ from evaluators.fleet import pool as pool_mod
 from evaluators.fleet.pool import make_mirror, score_rows_async
 from evaluators.sandbox.browser import BrowserWorker, EvaluatorFault
 from evaluators.sandbox.ending import end_retired
-from evaluators.sandbox.processes import (IdleBurn, browser_mark, browser_pid, cpu_waits, kill,
+from evaluators.sandbox.processes import (IdleBurn, below, browser_mark, browser_pid, cpu_waits, kill,
                                           read_tree, state, stopped, waited_since,
                                           watch_browser)
 from evaluators.tasks import parse_task
@@ -99,6 +99,55 @@ def test_stopped_finds_the_stopped_processes_below_a_pid():
             os.kill(pid, signal.SIGKILL)
         top.kill()
         top.wait()
+
+
+# A tracer that starts a child which asks to be traced and stops itself: the child sits in
+# a tracing stop (state t) with the tracer as its TracerPid, as a crashing renderer does
+# while the browser's crashpad handler dumps it.
+_TRACED = ("import ctypes, os, signal, time\n"
+           "ctypes.CDLL(None).ptrace(0, 0, 0, 0)\n"  # PTRACE_TRACEME
+           "os.kill(os.getpid(), signal.SIGSTOP)\ntime.sleep(60)")
+# (Named otherwise, Python cannot find itself from argv[0]: its path is spelled out.)
+_TRACER = ("import subprocess, time; "
+           f"subprocess.Popen([{sys.executable!r}, '-c', {_TRACED!r}]); time.sleep(60)")
+
+
+def test_a_process_held_by_the_crash_reporter_is_not_stopped_from_outside():
+    # Two tracers below one "browser", each holding a child in a tracing stop: the one
+    # named as Chromium's crash reporter is dumping a crash (the app's own end, not an
+    # outside stop); the other is any debugger, and its child is stopped from outside.
+    code = ("import subprocess, sys, time\n"
+            f"for name in ('chrome_crashpad_handler', 'debugger'):\n"
+            f"    subprocess.Popen([name, '-c', {_TRACER!r}], executable=sys.executable)\n"
+            "time.sleep(60)")
+    top = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        held: list[int] = []
+        for _ in range(200):
+            held = [p for p in below(top.pid) if state(p) == "t"]
+            if len(held) == 2:
+                break
+            time.sleep(0.05)
+        assert len(held) == 2, [(p, state(p)) for p in below(top.pid)]
+        by_tracer = {_argv0(_tracer(p)): p for p in held}
+        assert sorted(by_tracer) == ["chrome_crashpad_handler", "debugger"], by_tracer
+        assert stopped(top.pid) == [by_tracer["debugger"]]
+        assert [p for p, r in read_tree(top.pid).items() if r.stopped] == [by_tracer["debugger"]]
+    finally:
+        for pid in below(top.pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        top.kill()
+        top.wait()
+
+
+def _tracer(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(x for x in status.splitlines() if x.startswith("TracerPid:")).split()[1])
+
+
+def _argv0(pid: int) -> str:
+    return Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
 
 
 def test_cpu_waits_reads_the_run_delay_of_renderers_and_gpu_only():

@@ -50,6 +50,11 @@ def test_pool_survives_a_dead_worker_and_keeps_order():
     assert [r["model"] for r in out] == [r["model"] for r in rows]
     assert all(r["status"] == "ok" for r in out)
     assert all("_rcca_pool_retry" not in r for r in out)
+    # The rows the victim had in flight were tried twice, and say so.
+    retried = [r for r in out if r["attempts"] > 1]
+    assert retried and all(r["faults"][0] == {"attempt": 1, "message": "evaluator fault: the "
+                                              "evaluator worker died while scoring this row"}
+                           and len(r["faults"]) == r["attempts"] - 1 for r in retried), retried
     by_model = {r["model"]: r["reward"] for r in out}
     assert by_model["correct"] == 1.0 and by_model["no code"] == 0.0
 
@@ -211,3 +216,6 @@ def test_ray_scorer_rescores_the_rows_of_a_killed_actor():
     assert [r["model"] for r in out] == [r["model"] for r in rows]
     assert [(r["status"], r["reward"]) for r in out] == [("ok", 1.0), ("ok", 0.82), ("ok", 0.0),
                                                          ("ok", 0.1)] * 2
+    retried = [r for r in out if r["attempts"] > 1]
+    assert retried and all("Ray actor scoring this row died" in r["faults"][0]["message"]
+                           for r in retried), [(r["attempts"], r.get("faults")) for r in out]

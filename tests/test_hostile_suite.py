@@ -64,7 +64,7 @@ def suite():
 @pytest.mark.parametrize("name", NAMES)
 def test_hostile_app_is_decided_as_expected_in_time(suite, name):
     h, rec = suite["apps"][name], suite["records"][name]
-    assert rec["status"] == "ok" and rec["attempts"] == 1, (rec.get("error"), rec["attempts"])
+    assert rec["status"] == "ok" and rec["attempts"] == 1, (rec.get("error"), rec.get("faults"))
     got = (rec["gate"], rec["reward"])
     detail = [(v["id"], v["verdict"], v["message"]) for v in rec["rubrics"]]
     assert got == h.expect, (got, detail, [d["message"][:200] for d in rec["diagnostics"]

@@ -51,6 +51,11 @@ def _invariants(rec: dict, row: dict, task=None) -> list[str]:
     for k, v in row.items():
         if k not in SCORING_FIELDS and rec.get(k) != v:
             out.append(f"input field {k!r} not kept")
+    faults = rec.get("faults") or []
+    if [f["attempt"] for f in faults] != list(range(1, len(faults) + 1)):
+        out.append(f"faults {faults} are not numbered 1, 2, ... in order")
+    if rec["status"] == "ok" and len(faults) != rec["attempts"] - 1:
+        out.append(f"{rec['attempts']} attempts but {len(faults)} faults: every retry says why")
     verdicts = [r["verdict"] for r in rec["rubrics"]]
     counts = {v: verdicts.count(v) for v in ("pass", "fail", "error", "unjudged")}
     if rec["rubric_counts"] != counts:
@@ -341,7 +346,8 @@ def _valid_record() -> dict:
         "extraction": {"start": 14, "end": 53, "method": "fenced"},
         "timings": {"format_ms": 0.1, "source_ms": 1.0, "runtime_ms": 300.0, "rubrics_ms": 900.0,
                     "total_ms": 1201.2},
-        "schema_version": 2, "attempts": 1,
+        "schema_version": 2, "attempts": 2,
+        "faults": [{"attempt": 1, "message": "evaluator fault: the browser died"}],
     }
 
 
@@ -412,6 +418,9 @@ INVALID = {
     "schema_version 1": (_valid_record, _set("schema_version", 1)),
     "without attempts": (_valid_record, _drop("attempts")),
     "attempts 0": (_valid_record, _set("attempts", 0)),
+    "faults empty": (_valid_record, _set("faults", [])),
+    "fault without its message": (_valid_record, _set("faults", [{"attempt": 1}])),
+    "fault of attempt 0": (_valid_record, _set("faults", [{"attempt": 0, "message": "x"}])),
     "timing not a number": (_valid_record, _set("timings.total_ms", "1s")),
     "rubric_counts without unjudged": (_valid_record, _drop("rubric_counts.unjudged")),
     "extraction method guessed": (_valid_record, _set("extraction.method", "guessed")),

@@ -34,12 +34,26 @@ def error_record(task: Task | None, message: str) -> dict:
 
 # Fields the scorer writes: an input field of the same name is replaced, never mixed in.
 OUTPUT_FIELDS = ("reward", "gate", "status", "error", "rubrics", "rubric_counts", "diagnostics",
-                 "extraction", "timings", "schema_version", "attempts")
+                 "extraction", "timings", "schema_version", "attempts", "faults")
 
 
 def merge(row: dict, scored: dict) -> dict:
     """The output record: the input row's own fields, then the scoring fields."""
     return {**{k: v for k, v in row.items() if k not in OUTPUT_FIELDS}, **scored}
+
+
+def after_lost_attempts(rec: dict, lost: list[str]) -> dict:
+    """A record scored after earlier attempts whose worker died with them (`lost`, in order).
+
+    The worker that ran them is gone, and with it their count: they are put in front of
+    the record's own attempts and faults, so `attempts` says how often the row was tried.
+    """
+    if not lost:
+        return rec
+    n = len(lost)
+    faults = [{"attempt": i + 1, "message": f"evaluator fault: {m}"} for i, m in enumerate(lost)]
+    faults += [{**f, "attempt": f["attempt"] + n} for f in rec.get("faults") or ()]
+    return {**rec, "attempts": (rec.get("attempts") or 0) + n, "faults": faults}
 
 
 class Kept:

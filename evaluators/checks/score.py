@@ -476,7 +476,7 @@ async def score_with_retries(worker: BrowserWorker, task: Task | None, row: dict
     if task is None:
         rec = error_record(None, f"unknown task_id {row.get('task_id')!r}")
         return merge(row, {**rec, "attempts": 0})
-    last, kept, attempt, barren = "", Kept(), 0, 0
+    last, kept, attempt, barren, faults = "", Kept(), 0, 0, []
     # An attempt that kept a decision moved the row forward and is not counted against
     # `retries`; there can be at most one such attempt per rubric and one for gate E.
     while barren <= cfg.retries:
@@ -486,10 +486,13 @@ async def score_with_retries(worker: BrowserWorker, task: Task | None, row: dict
             out = await score_response(worker, task, row["response"], cfg, kept)
             out["timings"]["total_ms"] = round((time.perf_counter() - t0) * 1000, 1)
             out["attempts"] = attempt
+            if faults:  # why the row took more than one attempt: an operator's first question
+                out["faults"] = faults
             return merge(row, out)
         except EvaluatorFault as e:
             last = f"evaluator fault: {e}"
         except Exception:  # noqa: BLE001 - whatever broke is ours, not the response's
             last = "evaluator exception:\n" + traceback.format_exc(limit=8)
+        faults.append({"attempt": attempt, "message": last})
         barren += len(kept) == before
-    return merge(row, {**error_record(task, last), "attempts": attempt})
+    return merge(row, {**error_record(task, last), "attempts": attempt, "faults": faults})

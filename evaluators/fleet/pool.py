@@ -30,6 +30,7 @@ from evaluators.aio import dump_tasks
 from evaluators.sandbox.browser import BrowserWorker, EvaluatorFault
 from evaluators.config import EvalConfig
 from evaluators.localize.api import Localizer, localize_in_worker
+from evaluators.checks.record import after_lost_attempts
 from evaluators.checks.score import error_record, merge, score_with_retries
 from evaluators.judge.client import JudgeUnavailable
 from evaluators.judge.judge import Judge, judge_record
@@ -40,6 +41,7 @@ HEARTBEAT_S = 5.0
 # A worker that dies this many times in a row before its browser is up cannot start
 # (no Chromium, a broken install): the pool raises instead of restarting it for ever.
 START_ATTEMPTS = 3
+WORKER_DIED = "the evaluator worker died while scoring this row"
 # A worker whose event loop has not turned for this long is stuck (or its
 # browser start hangs): it is killed and its apps are rescored elsewhere.
 STUCK_S = 180.0
@@ -398,7 +400,8 @@ class EvaluatorPool:
                         slot.start_error = rec
                     elif kind == "result" and idx in slot.inflight:
                         del slot.inflight[idx]
-                        rec.pop("_rcca_pool_retry", None)
+                        if rec.pop("_rcca_pool_retry", None):
+                            rec = after_lost_attempts(rec, [WORKER_DIED])
                         self._done[idx] = rec
             except (EOFError, OSError):
                 dead.add(wid)
@@ -452,7 +455,8 @@ class EvaluatorPool:
             rec = error_record(self.tasks.get(row.get("task_id")),
                                "the evaluator worker died twice while scoring this row")
             clean = {k: v for k, v in row.items() if k != "_rcca_pool_retry"}
-            self._done[idx] = merge(clean, {**rec, "attempts": 2})
+            self._done[idx] = after_lost_attempts(merge(clean, {**rec, "attempts": 0}),
+                                                  [WORKER_DIED] * 2)
         else:
             self._rows[idx] = {**row, "_rcca_pool_retry": 1}
             heapq.heappush(self._todo, (0, 0, idx))

@@ -20,8 +20,11 @@ import logging
 import os
 
 from evaluators.config import EvalConfig
+from evaluators.checks.record import after_lost_attempts
 from evaluators.checks.score import error_record, merge
 from evaluators.tasks import Task
+
+ACTOR_DIED = "the Ray actor scoring this row died"
 
 log = logging.getLogger(__name__)
 
@@ -105,16 +108,16 @@ class RayScorer:
                 slot, batch = running.pop(ref)
                 try:
                     for i, rec in zip(batch, ray.get(ref)):
-                        out[i] = rec
+                        out[i] = after_lost_attempts(rec, [ACTOR_DIED] * deaths[i])
                 except ray.exceptions.RayError as e:  # the actor died (or could not start)
                     self._replace(slot, e)
                     for i in batch:
                         deaths[i] += 1
                         if deaths[i] >= 2:
-                            out[i] = merge(rows[i], {**error_record(
+                            out[i] = after_lost_attempts(merge(rows[i], {**error_record(
                                 self.tasks.get(rows[i].get("task_id")),
                                 f"two Ray actors died while scoring this row: {e}"[:4000]),
-                                "attempts": 2})
+                                "attempts": 0}), [ACTOR_DIED] * 2)
                         else:
                             todo.appendleft(i)
         return out  # type: ignore[return-value]

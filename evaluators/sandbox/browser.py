@@ -37,7 +37,10 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import os
 import re
+import shutil
+import tempfile
 import time
 from typing import AsyncIterator, Awaitable, Callable
 
@@ -243,9 +246,11 @@ class BrowserWorker:
         self._hits: dict[str, object] = {}  # CDN URL -> MirrorHit or None, for fallbacks
         self.restarts = 0
         self.pages_served = 0  # page() calls: one per probe, plus gate E pages of its own
+        self._dumps: str | None = None  # where the browser's crash reporter writes
 
     async def start(self) -> "BrowserWorker":
         self._server = AppServer(self.mirror)
+        self._dumps = tempfile.mkdtemp(prefix="rcca-crash-dumps-")
         self._pw = await async_playwright().start()
         device = dict(self._pw.devices[self.cfg.device])
         device.pop("default_browser_type", None)
@@ -257,8 +262,11 @@ class BrowserWorker:
         exe = self.cfg.executable_path
         if self.cfg.keep_priority:
             exe = keep_priority_executable(exe)
+        # Minidumps of crashed renderers (one per memory bomb) go to this worker's own
+        # folder, removed as it closes, not into the user's home for ever.
         return await self._pw.chromium.launch(
             executable_path=exe, headless=True,
+            env={**os.environ, "BREAKPAD_DUMP_LOCATION": self._dumps},
             args=[*self.cfg.args, *self._server.chromium_args(),
                   *renderer_memory_args(self.cfg.renderer_memory_mb), mark])
 
@@ -383,6 +391,8 @@ class BrowserWorker:
                 await self._pw.stop()
         if self._server is not None:
             self._server.close()
+        if self._dumps is not None:
+            shutil.rmtree(self._dumps, ignore_errors=True)
 
     async def _document(self, slot: "_Slot", event: dict) -> None:
         """Sends a request for APP_URL to the slot's app; answers any other document with 204."""

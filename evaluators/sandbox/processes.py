@@ -226,8 +226,31 @@ def starved_since(mark: tuple[float | None, float]) -> bool:
 
 
 def stopped(pid: int, proc: Path = Path("/proc")) -> list[int]:
-    """The processes below `pid` that are stopped (state ``T`` or ``t``)."""
-    return [p for p in below(pid, proc) if state(p, proc) in ("T", "t")]
+    """The processes below `pid` that are stopped (state ``T`` or ``t``), but those a crash
+    reporter holds (`dumped`)."""
+    return [p for p in below(pid, proc)
+            if state(p, proc) in ("T", "t") and not dumped(p, proc)]
+
+
+def dumped(pid: int, proc: Path = Path("/proc")) -> bool:
+    """Whether `pid` is traced by Chromium's crash reporter (``chrome_crashpad_handler``).
+
+    A renderer that crashed by itself (a memory bomb's) is held in a tracing stop while
+    the browser's crashpad handler writes its minidump, then ends: a stop of the app's
+    own making, not one from outside. (Chromium has no working switch to turn crashpad
+    off here: ``--disable-crashpad-for-testing`` breaks renderers started through
+    ``--renderer-cmd-prefix``.) A page cannot start a process, so the tracer is the
+    browser's own.
+    """
+    try:
+        with open(proc / str(pid) / "status", encoding="ascii", errors="replace") as f:
+            tracer = next((int(x.split()[1]) for x in f if x.startswith("TracerPid:")), 0)
+        if tracer <= 0:
+            return False
+        argv0 = (proc / str(tracer) / "cmdline").read_bytes().split(b"\0")[0]
+    except (OSError, ValueError, IndexError):
+        return False
+    return os.path.basename(argv0) == b"chrome_crashpad_handler"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -262,7 +285,9 @@ def read_tree(pid: int, proc: Path = Path("/proc")) -> dict[int, Reading]:
             argv = (proc / str(p) / "cmdline").read_bytes().split(b"\0")
         except (OSError, IndexError, ValueError):
             continue
-        out[p] = Reading(fields[0], cpu, b"--type=renderer" in argv)
+        # A stop of the crash reporter's is read as running: the process ends by itself.
+        st = "S" if fields[0] in ("T", "t") and dumped(p, proc) else fields[0]
+        out[p] = Reading(st, cpu, b"--type=renderer" in argv)
     return out
 
 
