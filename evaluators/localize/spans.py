@@ -62,6 +62,7 @@ from evaluators.localize.oracle import injected_bug
 from evaluators.localize.spectrum import spectrum_blame
 from evaluators.localize.rank import rank_blame
 from evaluators.localize.spans_writers import writer_blame
+from evaluators.localize.spans_loops import enclosing_loops
 from evaluators.localize.spans_probe import (
     _context_step, _definite_bugs_step, _ground_step, _load_bugs_step, _probe_fallback,
     _probe_naive, _probe_rules,
@@ -103,8 +104,10 @@ _PROBE_GROUNDED: Chain = (Step(_probe_rules), Step(_probe_fallback, True, "fallb
                           Step(_ground_step, phase="grounding"),
                           Step(writer_blame, phase="grounding"),
                           Step(_definite_bugs_step, phase="grounding"),
-                          Step(_context_step, phase="context"))
-_ERROR_GROUNDED: Chain = (Step(_page_error_stack), Step(_load_bugs_step, phase="grounding"))
+                          Step(_context_step, phase="context"),
+                          Step(enclosing_loops, phase="context"))
+_ERROR_GROUNDED: Chain = (Step(_page_error_stack), Step(_load_bugs_step, phase="grounding"),
+                          Step(enclosing_loops, phase="context"))
 _TEXT: dict[str, Chain] = {
     "probe_failure": _PROBE_TEXT, "page_error": (Step(_page_error_text),),
     "syntax_error": (Step(_syntax_error),), "runtime_failure": (Step(_runtime_failure),),

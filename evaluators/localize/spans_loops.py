@@ -143,3 +143,27 @@ def unassigned_branches(c: _Case, stmt: Span, by: str) -> Ops:
             scope = g.functions[fn].span if fn is not None else g.region
             yield from c.add("dir", index_loop_head(g, head[0], scope, tested) if tested else None,
                              f"loop that sets what the branches assigning {var.name} test", by)
+
+
+@rule("context.enclosing_loops")
+def enclosing_loops(c: _Case) -> Ops:
+    """The heads of the loops around each statement blamed directly, and around the call
+    sites (in code that ran) of the function holding it, as context: a loop decides how
+    often and for which items its body runs (a control dependence, followed one call up;
+    it reads no names). An off-by-one bound leaves the body right and what it wrote one
+    item short or long."""
+    g, seen = c.g, set()
+    for item in [i for i in c.items if i.set == "dir"]:
+        fn = g.enclosing_function(item.span[0])
+        sites = [item.span[0]]
+        if fn is not None:
+            sites += [call.span[0] for call in g.calls_to(fn.index)
+                      if not c.ran or call.caller is None or call.caller in c.ran]
+        for at in sites:
+            around = g.enclosing_function(at)
+            for head in loop_heads(g, at, around.span if around is not None else g.region):
+                if head not in seen:
+                    seen.add(head)
+                    yield from c.add("ctx", head, "loop around what was blamed directly, or "
+                                     "around its function's call: it decides how often and "
+                                     "for which items that runs", "graph")

@@ -1091,6 +1091,42 @@ ROWS["the bug injected into the task's SFT reference"] = Row(
 
 ROWS.update(rows_origins.rows(Row))
 
+# One option short: the writer the trace blames is right, the loop around it runs once too few.
+SHORT_OPTIONS = """<select id="size"></select>
+<script>
+const sel = document.getElementById('size');
+const unit = ' px';
+for (let v = 1; v < 8; v++) {
+  const o = document.createElement('option');
+  o.textContent = v + unit;
+  sel.appendChild(o);
+}
+</script>"""
+
+ROWS["the loop around a statement blamed directly"] = Row(
+    SHORT_OPTIONS, "context.enclosing_loops",
+    {**probe_failure({"expect": "count", "locator": "#size option", "value": 8}, None),
+     "writers": [{"kind": "child", "where": "self",
+                  "frames": _frames(SHORT_OPTIONS, "sel.appendChild(o);")}]},
+    context=("for (let v = 1; v < 8; v++)",), spared=("const unit = ' px';",))
+
+# A handler blamed whole (it ran on the click), bound in a loop that stops one button short.
+SHORT_BINDING = """<button class="m">a</button><button class="m">b</button><span id="out"></span>
+<script>
+const buttons = document.querySelectorAll('.m');
+const sep = ': ';
+function pick(e) { document.getElementById('out').textContent = e.target.textContent; }
+for (let i = 0; i < buttons.length - 1; i++) {
+  buttons[i].addEventListener('click', pick);
+}
+</script>"""
+
+ROWS["the loop around the call site of a function blamed whole"] = Row(
+    SHORT_BINDING, "context.enclosing_loops",
+    probe_failure({"expect": "text", "locator": "#out", "value": "b"},
+                  {"do": "click", "locator": ".m >> nth=1"}),
+    context=("for (let i = 0; i < buttons.length - 1; i++)",), spared=("const sep = ': ';",))
+
 # Rules that blame nothing themselves: they run other rules (a chain's step, or a gate on
 # the diagnostic). Each is stated by a rule it runs: on, that rule blames; off, it does not.
 DISPATCH = {
